@@ -1,0 +1,46 @@
+"""Shared test configuration: hypothesis profiles and the PostgreSQL test database."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from tracing.environment_variables import INTENTRACE_TEST_POSTGRES_URL
+
+settings.register_profile(
+    "ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("dev", max_examples=60, deadline=None)
+settings.register_profile("thorough", max_examples=2000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def _admin_url() -> str:
+    return os.environ.get(INTENTRACE_TEST_POSTGRES_URL, DEFAULT_POSTGRES_URL)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test run, dropped at the end.
+
+    Uses the server at INTENTRACE_TEST_POSTGRES_URL (default 127.0.0.1:5432/test). A server
+    that is not reachable is an error, not a skip: these tests are part of the suite.
+    """
+    import psycopg
+
+    admin = _admin_url()
+    name = f"intentrace_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin, autocommit=True, connect_timeout=5) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base, _, _ = admin.rpartition("/")
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(admin, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

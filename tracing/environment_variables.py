@@ -1,0 +1,33 @@
+"""Environment variables read by intentrace. Each is defined once here and imported elsewhere.
+
+Precedence everywhere: explicit argument > environment variable > default.
+"""
+
+from __future__ import annotations
+
+INTENTRACE_TOOL_INTENT = "INTENTRACE_TOOL_INTENT"
+"""``0``/``false``/``off`` turns intent injection off without a code change (tools pass through)."""
+
+INTENTRACE_REDACTION_POLICY = "INTENTRACE_REDACTION_POLICY"
+"""Path of a TOML redaction policy file."""
+
+INTENTRACE_REDACTION_HASH_KEY = "INTENTRACE_REDACTION_HASH_KEY"
+"""Key for the ``hash`` redaction action (HMAC-SHA256). Required when a rule uses ``hash``."""
+
+INTENTRACE_LEDGER_URL = "INTENTRACE_LEDGER_URL"
+"""Ledger URL: ``sqlite:///path.db``, ``sqlite:///:memory:`` or ``postgresql://...``."""
+
+INTENTRACE_NAMING = "INTENTRACE_NAMING"
+"""Span naming mode: ``intent`` (default) or ``stable``."""
+
+INTENTRACE_LANGFUSE_TAG = "INTENTRACE_LANGFUSE_TAG"
+"""Tag added to ``langfuse.trace.tags`` on intent-labelled spans (default ``tool-intent``; empty: none)."""
+
+INTENTRACE_COLLECT_TOKEN = "INTENTRACE_COLLECT_TOKEN"
+"""Bearer token required by ``intentrace collect`` when set."""
+
+INTENTRACE_DASHBOARDS = "INTENTRACE_DASHBOARDS"
+"""Extra folder of user dashboards (``*.toml``) shown beside the built-in ones."""
+
+INTENTRACE_TEST_POSTGRES_URL = "INTENTRACE_TEST_POSTGRES_URL"
+"""Tests only: the PostgreSQL server used by the PostgreSQL tests (default 127.0.0.1:5432/test)."""
