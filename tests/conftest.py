@@ -33,14 +33,17 @@ def postgres_url() -> Iterator[str]:
     that is not reachable is an error, not a skip: these tests are part of the suite.
     """
     import psycopg
+    from psycopg import sql
 
     admin = _admin_url()
     name = f"intentrace_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(admin, autocommit=True, connect_timeout=5) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     base, _, _ = admin.rpartition("/")
     try:
         yield f"{base}/{name}"
     finally:
         with psycopg.connect(admin, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )

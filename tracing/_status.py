@@ -19,7 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Literal
 
-Status = Literal["streaming", "in_flight", "success", "error", "cancelled", "background", "abandoned"]
+Status = Literal[
+    "streaming", "in_flight", "success", "error", "cancelled", "background", "abandoned"
+]
 
 STREAMING: Final = "streaming"
 IN_FLIGHT: Final = "in_flight"
@@ -30,7 +32,13 @@ BACKGROUND: Final = "background"
 ABANDONED: Final = "abandoned"
 
 STATUSES: Final[tuple[Status, ...]] = (
-    "streaming", "in_flight", "success", "error", "cancelled", "background", "abandoned",
+    "streaming",
+    "in_flight",
+    "success",
+    "error",
+    "cancelled",
+    "background",
+    "abandoned",
 )
 LIVE_STATUSES: Final[frozenset[str]] = frozenset({"streaming", "in_flight", "background"})
 """Calls that have not settled yet."""

@@ -21,7 +21,10 @@ INTENTRACE_NAMING = "INTENTRACE_NAMING"
 """Span naming mode: ``intent`` (default) or ``stable``."""
 
 INTENTRACE_LANGFUSE_TAG = "INTENTRACE_LANGFUSE_TAG"
-"""Tag added to ``langfuse.trace.tags`` on intent-labelled spans (default ``tool-intent``; empty: none)."""
+"""Tag added to ``langfuse.trace.tags`` on intent-labelled spans.
+
+Default ``tool-intent``; an empty value adds none.
+"""
 
 INTENTRACE_COLLECT_TOKEN = "INTENTRACE_COLLECT_TOKEN"
 """Bearer token required by ``intentrace collect`` when set."""

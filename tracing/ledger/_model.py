@@ -9,7 +9,7 @@ Columns of the ``anchors`` table, in this order (the documented schema for ``int
 column              type      meaning
 ==================  ========  ==============================================================
 tool_call_id        text PK   the provider's tool call id, else ``<trace_id>:<span_id>``
-session_id          text      conversation id (``gen_ai.conversation.id``/``session.id``), '' if none
+session_id          text      conversation id (``gen_ai.conversation.id``/``session.id``), ''=none
 seq                 integer   monotonic per session, assigned when the anchor is first written
 settle_seq          integer   from the same per-session counter, assigned when it settles
 turn                integer   turn of the session (>= 1), NULL if unknown
@@ -44,9 +44,29 @@ from __future__ import annotations
 from typing import Final, NotRequired, TypedDict
 
 ANCHOR_COLUMNS: Final[tuple[str, ...]] = (
-    "tool_call_id", "session_id", "seq", "settle_seq", "turn", "batch_id", "parent_call_id",
-    "agent_id", "tool_name", "intent", "outcome", "label", "status", "start_ns", "end_ns",
-    "duration_ms", "trace_id", "span_id", "error", "args", "result", "redaction", "updated_ns",
+    "tool_call_id",
+    "session_id",
+    "seq",
+    "settle_seq",
+    "turn",
+    "batch_id",
+    "parent_call_id",
+    "agent_id",
+    "tool_name",
+    "intent",
+    "outcome",
+    "label",
+    "status",
+    "start_ns",
+    "end_ns",
+    "duration_ms",
+    "trace_id",
+    "span_id",
+    "error",
+    "args",
+    "result",
+    "redaction",
+    "updated_ns",
 )
 
 

@@ -1,0 +1,1 @@
+"""The narrative Streamlit viewer (reads the ledger only)."""
