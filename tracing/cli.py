@@ -14,8 +14,8 @@ from tracing import __version__
 # (module, attribute) of each sub-command; a module owns its command(s).
 _COMMANDS: tuple[tuple[str, str], ...] = (
     ("tracing._cli_demo", "demo"),
-    ("tracing._cli_ledger", "collect"),
-    ("tracing._cli_ledger", "import_"),
+    ("tracing._cli_collect", "collect"),
+    ("tracing._cli_collect", "import_"),
     ("tracing._cli_ledger", "sessions"),
     ("tracing._cli_ledger", "summary"),
     ("tracing._cli_view", "view"),
