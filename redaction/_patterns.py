@@ -1,0 +1,355 @@
+"""The built-in secret patterns: value rules (text) and the key-name rule (mapping keys).
+
+Each value rule is a compiled regex plus the literal substrings that must occur in a string for
+the rule to be worth running (the prefilter: ``str.__contains__`` is a fast C scan, so a string
+with none of a rule's literals costs one scan per rule instead of a regex pass). A rule may name
+the part of its match that is secret (``secret`` group) so that, e.g., only the password of a
+connection string is replaced, and may carry a validator (Luhn for cards).
+
+The list of rule names is documented in ``docs/redaction.md``; a test fails when they differ.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Final
+
+# --------------------------------------------------------------------------------------------
+# Key-name rule
+# --------------------------------------------------------------------------------------------
+
+# Applied to a *normalised* key: camelCase split, lower-cased, every run of non-alphanumerics
+# turned into ``_`` (``X-Api-Key`` -> ``x_api_key``, ``accessToken`` -> ``access_token``).
+# ``(?:^|_)`` / ``(?:_|$)`` are the word boundaries; substrings only for words that are
+# unambiguous inside compounds (``dbpassword``). ``token`` is excluded when it is a count or a
+# tokenizer (``max_tokens``, ``tokenizer``, ``token_count``), ``auth`` must be a whole word
+# (``author``, ``oauth_provider`` stay) and ``session`` is not sensitive (``session_id`` stays).
+_B: Final = r"(?:^|_)"
+_E: Final = r"(?:_|$)"
+KEY_RULE_SOURCE: Final = (
+    r"(?P<password>pass(?:word|wd|phrase)|" + _B + r"pwd" + _E + r")"
+    r"|(?P<secret>secret)"
+    r"|(?P<token>token(?!s|i[sz]e|i[sz]er|i[sz]ation|_(?:count|limit|usage|budget|type|len|length"
+    r"|estimate|ids?)" + _E + r"))"
+    r"|(?P<auth>authori[sz]ation|" + _B + r"(?:auth|bearer)" + _E + r")"
+    r"|(?P<cookie>cookie)"
+    r"|(?P<credential>credential|" + _B + r"creds?" + _E + r")"
+    r"|(?P<api_key>api_?key|access_?key)"
+    r"|(?P<private_key>(?:private|signing|hmac|encryption|master|ssh|session)_?key)"
+    r"|(?P<card>credit_?card|card_?number|" + _B + r"(?:cvv2?|cvc)" + _E + r")"
+    r"|(?P<national_id>" + _B + r"ssn" + _E + r"|social_?security)"
+    r"|(?P<pin>" + _B + r"(?:pin|otp|totp|mfa_code)" + _E + r")"
+)
+KEY_CATEGORIES: Final[tuple[str, ...]] = (
+    "password",
+    "secret",
+    "token",
+    "auth",
+    "cookie",
+    "credential",
+    "api_key",
+    "private_key",
+    "card",
+    "national_id",
+    "pin",
+)
+"""Categories of the key-name rule; a redacted value says ``[redacted:key:<category>]``."""
+
+KEY_RULE: Final = re.compile(KEY_RULE_SOURCE)
+
+_CAMEL_1 = re.compile(r"([a-z0-9])([A-Z])")
+_CAMEL_2 = re.compile(r"([A-Z]+)([A-Z][a-z])")
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
+@lru_cache(maxsize=8192)
+def normalise_key(key: str) -> str:
+    """``X-Api-Key`` -> ``x_api_key``; ``accessToken`` -> ``access_token``."""
+    key = _CAMEL_2.sub(r"\1_\2", _CAMEL_1.sub(r"\1_\2", key))
+    return _NON_ALNUM.sub("_", key.lower()).strip("_")
+
+
+# --------------------------------------------------------------------------------------------
+# Value rules
+# --------------------------------------------------------------------------------------------
+
+Validator = Callable[[str, "re.Match[str]"], bool]
+"""``validator(text, match)``: extra check on a match (``text`` is the whole scanned string)."""
+
+
+@dataclass(frozen=True)
+class ValueRule:
+    """One value pattern. ``literals``: substrings one of which must occur (``None``: always run);
+    ``lower``: match ``literals`` against the lower-cased string; ``secret``: regex group that is
+    the secret (default: the whole match); ``validator``: extra check on the secret text."""
+
+    name: str
+    regex: re.Pattern[str]
+    literals: tuple[str, ...] | None
+    lower: bool = False
+    secret: str | None = None
+    validator: Validator | None = None
+    optional: bool = False
+    """Off unless enabled (emails, phone numbers)."""
+    description: str = field(default="", compare=False)
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+def _card_ok(text: str, m: re.Match[str]) -> bool:
+    digits = m.group().replace(" ", "").replace("-", "")
+    # Issuer prefixes start with 2-6 (Mastercard 2-series, Amex/Diners/JCB 3, Visa 4,
+    # Mastercard/Maestro 5, Discover/UnionPay 6): rules out timestamps and most ids.
+    return 13 <= len(digits) <= 19 and digits[0] in "23456" and _luhn(digits)
+
+
+def _has_digit(text: str) -> bool:
+    return any(c.isdigit() for c in text)
+
+
+def _bearer_ok(text: str, m: re.Match[str]) -> bool:
+    # "Bearer authentication" is prose; real tokens carry digits or are long.
+    token = m.group("secret")
+    return _has_digit(token) or len(token) >= 24
+
+
+def _basic_ok(text: str, m: re.Match[str]) -> bool:
+    token = m.group("secret")
+    try:
+        raw = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return b":" in raw and raw.isascii() and all(32 <= b < 127 for b in raw)
+
+
+def _phone_ok(text: str, m: re.Match[str]) -> bool:
+    return 10 <= sum(c.isdigit() for c in m.group()) <= 15
+
+
+def _digit_in_secret(text: str, m: re.Match[str]) -> bool:
+    return _has_digit(m.group("secret") if "secret" in m.re.groupindex else m.group())
+
+
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_NOT_SECRETS = frozenset({"true", "false", "null", "none", "undefined", "nil", "required"})
+
+
+def _assignment_ok(text: str, m: re.Match[str]) -> bool:
+    # The regex starts at the keyword; extend the key to the left and judge it by the key rule.
+    start = m.start()
+    lo = start
+    while lo > 0 and start - lo < 40 and text[lo - 1] in _KEY_CHARS:
+        lo -= 1
+    key = text[lo:start] + m.group("key")
+    if KEY_RULE.search(normalise_key(key)) is None:
+        return False
+    return m.group("secret").lower() not in _NOT_SECRETS
+
+
+_NB = r"(?<![A-Za-z0-9_-])"  # not preceded by a token character
+_NA = r"(?![A-Za-z0-9_-])"  # not followed by one
+
+
+def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, flags)
+
+
+# Order matters only for overlapping matches: overlapping spans are merged and labelled by the
+# rule that starts first.
+VALUE_RULES: Final[tuple[ValueRule, ...]] = (
+    ValueRule(
+        "private_key",
+        _r(
+            r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+            r"(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\Z)"
+            r"|PuTTY-User-Key-File-\d+:[\s\S]*?(?:Private-MAC: *[0-9a-fA-F]+|\Z)"
+        ),
+        ("PRIVATE KEY", "PuTTY-User-Key-File"),
+        description="PEM/OpenSSH/PGP private key blocks (to the end of the text when truncated)",
+    ),
+    ValueRule(
+        "jwt",
+        _r(_NB + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" + _NA),
+        ("eyJ",),
+        description="JSON Web Tokens (header.payload.signature, base64url)",
+    ),
+    ValueRule(
+        "bearer",
+        _r(r"(?i:\bbearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"),
+        ("bearer",),
+        lower=True,
+        secret="secret",
+        validator=_bearer_ok,
+        description="`Bearer <token>` (the token)",
+    ),
+    ValueRule(
+        "basic_auth",
+        _r(r"(?i:\bbasic)\s+(?P<secret>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"),
+        ("basic",),
+        lower=True,
+        secret="secret",
+        validator=_basic_ok,
+        description="`Basic <base64 user:password>` (decoded and checked for `:`)",
+    ),
+    ValueRule(
+        "aws_access_key",
+        _r(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Z0-9])"),
+        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+        description="AWS access key ids (`AKIA…`, `ASIA…`)",
+    ),
+    ValueRule(
+        "github_token",
+        _r(
+            r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})"
+            r"(?![A-Za-z0-9_])"
+        ),
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        description="GitHub tokens (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`)",
+    ),
+    ValueRule(
+        "gitlab_token",
+        _r(_NB + r"(?:glpat|gldt|glft|glsoat|glrt|glcbt|glptt)-[A-Za-z0-9_-]{20,64}" + _NA),
+        ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "glcbt-", "glptt-"),
+        description="GitLab tokens (`glpat-`, …)",
+    ),
+    ValueRule(
+        "slack_token",
+        _r(
+            r"(?<![A-Za-z0-9])xox[abposre]-[A-Za-z0-9-]{10,}"
+            r"|https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{8,}"
+        ),
+        ("xox", "hooks.slack.com"),
+        description="Slack tokens (`xoxb-`, `xoxp-`, …) and webhook URLs",
+    ),
+    ValueRule(
+        "stripe_key",
+        _r(r"(?<![A-Za-z0-9])(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})"),
+        ("_live_", "_test_", "whsec_"),
+        description="Stripe secret/restricted keys and webhook secrets",
+    ),
+    ValueRule(
+        "anthropic_key",
+        _r(_NB + r"sk-ant-[A-Za-z0-9_-]{20,}"),
+        ("sk-ant-",),
+        description="Anthropic API keys (`sk-ant-…`)",
+    ),
+    ValueRule(
+        "langfuse_key",
+        _r(_NB + r"sk-lf-[A-Za-z0-9-]{8,}"),
+        ("sk-lf-",),
+        description="Langfuse secret keys (`sk-lf-…`)",
+    ),
+    ValueRule(
+        "openai_key",
+        _r(_NB + r"sk-(?!ant-|lf-)(?:proj-|svcacct-|admin-)?(?P<secret>[A-Za-z0-9_-]{20,})"),
+        ("sk-",),
+        validator=_digit_in_secret,
+        description="OpenAI-style keys (`sk-…`, `sk-proj-…`; at least one digit)",
+    ),
+    ValueRule(
+        "google_api_key",
+        _r(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}" + _NA),
+        ("AIza",),
+        description="Google API keys (`AIza…`)",
+    ),
+    ValueRule(
+        "huggingface_token",
+        _r(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9_])"),
+        ("hf_",),
+        validator=_digit_in_secret,
+        description="Hugging Face tokens (`hf_…`)",
+    ),
+    ValueRule(
+        "sendgrid_key",
+        _r(r"(?<![A-Za-z0-9])SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{30,64}" + _NA),
+        ("SG.",),
+        description="SendGrid API keys (`SG.x.y`)",
+    ),
+    ValueRule(
+        "pypi_token",
+        _r(r"(?<![A-Za-z0-9])pypi-AgE[A-Za-z0-9_-]{50,}"),
+        ("pypi-AgE",),
+        description="PyPI upload tokens",
+    ),
+    ValueRule(
+        "npm_token",
+        _r(r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9_])"),
+        ("npm_",),
+        description="npm access tokens (`npm_…`)",
+    ),
+    ValueRule(
+        "connection_string",
+        _r(r"[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/:@?#\"'<>]*:(?P<secret>[^\s@/?#\"'<>]+)@"),
+        ("://",),
+        secret="secret",
+        description="passwords in URLs and connection strings (`scheme://user:PASSWORD@host`)",
+    ),
+    ValueRule(
+        "secret_assignment",
+        # The key is checked by the key-name rule (the validator gets the whole match).
+        _r(
+            r"(?P<key>(?i:pass|pwd|secret|token|auth|key|cookie|cred|pin|otp|ssn|cvv|cvc)"
+            r"[A-Za-z0-9_.-]{0,40})[\"']?[ \t]*[:=][ \t]*[\"']?"
+            r"(?P<secret>(?:(?i:bearer|basic|token|bot)[ \t]+)?[^\s\"',;&)}\]]{3,})"
+        ),
+        (
+            *("pass", "pwd", "secret", "token", "auth", "key", "cookie", "cred", "pin"),
+            *("otp", "ssn", "cvv", "cvc"),
+        ),
+        lower=True,
+        secret="secret",
+        validator=_assignment_ok,
+        description="`<sensitive key>=value` / `<sensitive key>: value` inside text "
+        "(the key is judged by the key-name rule)",
+    ),
+    ValueRule(
+        "credit_card",
+        _r(r"(?<![\d.-])[2-6](?:[ -]?\d){12,18}(?![\d])"),
+        None,  # needs a digit run; the prefilter is _DIGIT_RUN below
+        validator=_card_ok,
+        description="payment card numbers (13-19 digits, issuer prefix 2-6, Luhn-checked)",
+    ),
+    ValueRule(
+        "email",
+        _r(
+            r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*"
+            r"\.[A-Za-z]{2,24}(?![A-Za-z0-9])"
+        ),
+        ("@",),
+        optional=True,
+        description="email addresses (off by default: `[scrub] emails = true`)",
+    ),
+    ValueRule(
+        "phone",
+        _r(
+            r"(?<![\w+.-])(?:\+\d{1,3}[ .-])?(?:\(\d{3}\) ?|\d{3}[.-])\d{3}[.-]\d{4}(?![\w-])"
+            r"|(?<![\w+])\+[1-9]\d{0,3}(?:[ .-]?\d{2,5}){2,5}(?![\w-])"
+        ),
+        None,
+        validator=_phone_ok,
+        optional=True,
+        description="phone numbers (off by default: `[scrub] phones = true`)",
+    ),
+)
+
+DIGIT_RULES: Final = frozenset({"credit_card", "phone"})
+"""Rules whose prefilter is a run of digits (see ``DIGIT_RUN``)."""
+DIGIT_RUN: Final = re.compile(r"\d\d\d")
+
+BUILTIN_PATTERNS: Final[tuple[str, ...]] = tuple(r.name for r in VALUE_RULES)
+"""Names of the built-in value rules, in order (documented in docs/redaction.md)."""

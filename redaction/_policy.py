@@ -1,0 +1,596 @@
+"""The redaction policy: which action applies to a call's args and output, the label rule,
+and ``redact_call`` — the one entry point every sink uses."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import hmac
+import json
+import os
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any, Final, Literal, TypeVar, cast, get_args
+
+from redaction._errors import PolicyError, RedactionError
+from redaction._scrubber import (
+    HMAC_PREFIX,
+    Scrubbed,
+    Scrubber,
+    ScrubOptions,
+    TrailEntry,
+    placeholder,
+)
+from tracing.environment_variables import (
+    INTENTRACE_REDACTION_HASH_KEY,
+    INTENTRACE_REDACTION_POLICY,
+)
+
+T = TypeVar("T")
+
+Action = Literal["keep", "redact", "hash"]
+ACTIONS: Final[tuple[Action, ...]] = get_args(Action)
+_STRICTNESS: Final[dict[str, int]] = {"keep": 0, "hash": 1, "redact": 2}
+"""keep < hash < redact: an agent overlay may only move a field to the right."""
+
+
+def _stricter(a: Action, b: Action) -> Action:
+    return a if _STRICTNESS[a] >= _STRICTNESS[b] else b
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a call may show. The label rule lives here and only here.
+
+    ``show_intent`` is true only when the args are kept (the intent distils the args);
+    ``show_outcome`` only when the intent is shown and the output is kept. When a flag is
+    false, sinks use the neutral default label (the tool name), never the hidden text.
+    """
+
+    args: Action
+    """Action on the call's arguments."""
+    output: Action
+    """Action on the call's result."""
+    show_intent: bool = field(init=False)
+    """The intent may be shown (``args == "keep"``)."""
+    show_outcome: bool = field(init=False)
+    """The outcome may be shown (``show_intent and output == "keep"``)."""
+
+    def __post_init__(self) -> None:
+        if self.args not in ACTIONS or self.output not in ACTIONS:
+            raise ValueError(f"actions must be one of {', '.join(ACTIONS)}")
+        show_intent = self.args == "keep"
+        object.__setattr__(self, "show_intent", show_intent)
+        object.__setattr__(self, "show_outcome", show_intent and self.output == "keep")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Actions for args and output; ``None`` inherits from the rule underneath."""
+
+    args: Action | None = None
+    """Action on arguments (``keep``: scrubbed; ``redact``: placeholder; ``hash``: HMAC)."""
+    output: Action | None = None
+    """Action on the result."""
+
+
+@dataclass(frozen=True)
+class ToolRule:
+    """A rule for tools whose name equals ``match`` or matches it as a glob (``db_*``)."""
+
+    match: str
+    """Exact tool name or glob (``*``, ``?``, ``[abc]``)."""
+    args: Action | None = None
+    """Action on arguments; ``None`` inherits."""
+    output: Action | None = None
+    """Action on the result; ``None`` inherits."""
+
+
+@dataclass(frozen=True)
+class AgentOverlay:
+    """A stricter layer for agents whose id equals ``match`` or matches it as a glob."""
+
+    match: str
+    """Exact agent id or glob."""
+    args: Action | None = None
+    """Applies to every tool of the agent; may only be stricter than the base rules."""
+    output: Action | None = None
+    """Applies to every tool of the agent; may only be stricter than the base rules."""
+    tools: tuple[ToolRule, ...] = ()
+    """Per-tool layers for this agent; each may only be stricter than the base tool rules."""
+
+
+@dataclass(frozen=True)
+class RedactedCall:
+    """One call after redaction: what a sink may record."""
+
+    decision: Decision
+    """The actions and label flags that applied."""
+    args: Any
+    """Same kind as given (mapping -> dict, JSON text -> JSON text), kept and scrubbed, or a
+    placeholder / HMAC form when the action says so; ``None`` when given ``None``."""
+    intent: str | None
+    """Scrubbed intent; ``None`` when hidden (``decision.show_intent`` false) or not given."""
+    outcome: str | None
+    """Scrubbed outcome; ``None`` when hidden or not given."""
+    output: Any
+    """Like ``args``, by the output action."""
+    error: str | None
+    """Error or exception text: always scrubbed, never hidden."""
+    trail: tuple[TrailEntry, ...]
+    """What was removed (paths rooted at ``args``, ``output``, ``intent``, ``outcome``,
+    ``error``) and why; never values."""
+
+    @property
+    def scrubbed(self) -> int:
+        """Number of removals (``len(trail)``)."""
+        return len(self.trail)
+
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(c in _GLOB_CHARS for c in pattern)
+
+
+def _check_glob(pattern: str, source: str, entry: str) -> None:
+    if not pattern:
+        raise PolicyError(source, entry, "empty name or glob")
+    if _is_glob(pattern):
+        depth = 0
+        for ch in pattern:
+            if ch == "[":
+                if depth:
+                    raise PolicyError(source, entry, f"bad glob {pattern!r}: nested '['")
+                depth = 1
+            elif ch == "]" and depth:
+                depth = 0
+        if depth:
+            raise PolicyError(source, entry, f"bad glob {pattern!r}: unclosed '['")
+        try:
+            re.compile(fnmatch.translate(pattern))
+        except re.error as exc:
+            raise PolicyError(source, entry, f"bad glob {pattern!r}: {exc}") from None
+
+
+def _matches(pattern: str, name: str) -> bool:
+    return pattern == name or (_is_glob(pattern) and fnmatch.fnmatchcase(name, pattern))
+
+
+def _may_overlap(a: str, b: str) -> bool:
+    """Conservative: could a name match both patterns?"""
+    return _matches(a, b) or _matches(b, a)
+
+
+def _tool_entry(match: str, agent: str | None = None) -> str:
+    base = f"[agents.{json.dumps(agent)}.tools.{json.dumps(match)}]" if agent is not None else ""
+    return base or f"[tools.{json.dumps(match)}]"
+
+
+def _check_action(value: object, source: str, entry: str) -> Action | None:
+    if value is None:
+        return None
+    if value not in ACTIONS:
+        raise PolicyError(source, entry, f"{value!r} is not one of {', '.join(ACTIONS)}")
+    return value
+
+
+@dataclass(frozen=True)
+class RedactionPolicy:
+    """One policy for args, outputs, intents and outcomes, plus the secret scrubber.
+
+    Build it in Python or load it from TOML (``RedactionPolicy.load``). It is immutable and
+    thread-safe; the scrubber is compiled once when the policy is built.
+    """
+
+    default_rule: Rule = Rule("keep", "keep")
+    """The rule for every call no tool rule matches; unset fields mean ``keep``."""
+    tools: tuple[ToolRule, ...] = ()
+    """Per-tool rules: an exact name wins over globs; among globs the first listed wins."""
+    agents: tuple[AgentOverlay, ...] = ()
+    """Per-agent overlays; every matching overlay applies and each may only tighten."""
+    scrubbing: ScrubOptions = field(default_factory=ScrubOptions)
+    """What the scrubber looks for."""
+    hash_key: bytes | None = field(default=None, repr=False)
+    """Key for ``hash``; when ``None`` and a rule uses ``hash``, read from
+    ``INTENTRACE_REDACTION_HASH_KEY``."""
+    source: str = field(default="<python>", compare=False)
+    """Where the policy came from (file path), used in error messages."""
+
+    _scrubber: Scrubber = field(init=False, repr=False, compare=False)
+    _cache: dict[tuple[str, str | None], Decision] = field(init=False, repr=False, compare=False)
+    _lock: threading.Lock = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        src = self.source
+        _check_action(self.default_rule.args, src, "[default] args")
+        _check_action(self.default_rule.output, src, "[default] output")
+        for t in self.tools:
+            entry = _tool_entry(t.match)
+            _check_glob(t.match, src, entry)
+            _check_action(t.args, src, f"{entry} args")
+            _check_action(t.output, src, f"{entry} output")
+        for a in self.agents:
+            entry = f"[agents.{json.dumps(a.match)}]"
+            _check_glob(a.match, src, entry)
+            for fld in ("args", "output"):
+                value = _check_action(getattr(a, fld), src, f"{entry} {fld}")
+                if value is not None:
+                    self._check_not_looser(value, fld, entry, None)
+            for t in a.tools:
+                tentry = _tool_entry(t.match, a.match)
+                _check_glob(t.match, src, tentry)
+                for fld in ("args", "output"):
+                    value = _check_action(getattr(t, fld), src, f"{tentry} {fld}")
+                    if value is not None:
+                        self._check_not_looser(value, fld, tentry, t.match)
+                        # also not looser than the agent-wide layer it sits on
+                        wide = cast("Action | None", getattr(a, fld))
+                        if wide is not None and _STRICTNESS[value] < _STRICTNESS[wide]:
+                            raise PolicyError(
+                                src,
+                                f"{tentry} {fld}",
+                                f"{value!r} is looser than {entry} {fld} = {wide!r};"
+                                " agent overlays may only be stricter",
+                            )
+        key = self.hash_key
+        if key is None and self._uses_hash():
+            env = os.environ.get(INTENTRACE_REDACTION_HASH_KEY, "")
+            if not env:
+                raise PolicyError(
+                    src,
+                    self._first_hash_entry(),
+                    f"uses 'hash' but no key is set: set ${INTENTRACE_REDACTION_HASH_KEY}"
+                    " (or pass hash_key=)",
+                )
+            key = env.encode()
+            object.__setattr__(self, "hash_key", key)
+        if key is not None and len(key) < 16 and self._uses_hash():
+            raise PolicyError(
+                src, self._first_hash_entry(), "the hash key must be at least 16 bytes"
+            )
+        object.__setattr__(self, "_scrubber", Scrubber(self.scrubbing, source=src))
+        object.__setattr__(self, "_cache", {})
+        object.__setattr__(self, "_lock", threading.Lock())
+
+    # -- validation helpers ------------------------------------------------------------------
+
+    def _base_rules(self) -> list[tuple[str, Rule | ToolRule]]:
+        rules: list[tuple[str, Rule | ToolRule]] = [("[default]", self.default_rule)]
+        rules.extend((_tool_entry(t.match), t) for t in self.tools)
+        return rules
+
+    def _check_not_looser(self, value: Action, fld: str, entry: str, tool: str | None) -> None:
+        """An overlay field must be at least as strict as every base rule it can land on.
+
+        Agent-wide (``tool`` None): the default and every tool rule. Per tool: the base rule
+        that pattern resolves to, plus every tool rule whose pattern may overlap it."""
+        candidates: list[tuple[str, Rule | ToolRule]] = []
+        if tool is None:
+            candidates = self._base_rules()
+        else:
+            if self._tool_rule(self.tools, tool) is None:
+                candidates.append(("[default]", self.default_rule))
+            candidates.extend(
+                (_tool_entry(t.match), t) for t in self.tools if _may_overlap(t.match, tool)
+            )
+        for base_entry, rule in candidates:
+            base = cast("Action | None", getattr(rule, fld))
+            where = base_entry
+            if base is None:
+                if not isinstance(rule, ToolRule):
+                    continue
+                base = cast("Action | None", getattr(self.default_rule, fld))
+                where = "[default]"
+                if base is None:
+                    continue
+            if _STRICTNESS[value] < _STRICTNESS[base]:
+                raise PolicyError(
+                    self.source,
+                    f"{entry} {fld}",
+                    f"{value!r} is looser than {where} {fld} = {base!r};"
+                    " agent overlays may only be stricter",
+                )
+
+    def _uses_hash(self) -> bool:
+        return self._first_hash_entry() != ""
+
+    def _first_hash_entry(self) -> str:
+        for entry, rule in self._base_rules():
+            for fld in ("args", "output"):
+                if getattr(rule, fld) == "hash":
+                    return f"{entry} {fld}"
+        for a in self.agents:
+            for fld in ("args", "output"):
+                if getattr(a, fld) == "hash":
+                    return f"[agents.{json.dumps(a.match)}] {fld}"
+            for t in a.tools:
+                for fld in ("args", "output"):
+                    if getattr(t, fld) == "hash":
+                        return f"{_tool_entry(t.match, a.match)} {fld}"
+        return ""
+
+    # -- constructors ------------------------------------------------------------------------
+
+    @classmethod
+    def default(cls) -> RedactionPolicy:
+        """Keep everything, scrub secrets (a shared instance)."""
+        return _default_policy()
+
+    @classmethod
+    def from_toml(cls, text: str, *, source: str = "<string>") -> RedactionPolicy:
+        """Build a policy from TOML text (format in docs/redaction.md).
+
+        Raises:
+            PolicyError: unknown keys, bad actions, globs or regexes, a looser agent overlay,
+                ``hash`` without a key — one line naming ``source`` and the entry.
+        """
+        from redaction._toml import policy_from_toml
+
+        return policy_from_toml(cls, text, source=source)
+
+    @classmethod
+    def load(cls, path: str | PathLike[str] | None = None) -> RedactionPolicy:
+        """Load the policy: ``path`` argument > ``$INTENTRACE_REDACTION_POLICY`` > default.
+
+        Raises:
+            PolicyError: the file cannot be read or is not a valid policy.
+        """
+        if path is None:
+            env = os.environ.get(INTENTRACE_REDACTION_POLICY, "")
+            if not env:
+                return _default_policy()
+            path = env
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise PolicyError(str(p), "", f"cannot read the policy file: {reason}") from None
+        return cls.from_toml(text, source=str(p))
+
+    # -- decisions ---------------------------------------------------------------------------
+
+    def decide(self, tool_name: str, agent_id: str | None = None) -> Decision:
+        """The actions and label flags for one call of ``tool_name`` by ``agent_id``."""
+        cache_key = (tool_name, agent_id)
+        hit = self._cache.get(cache_key)
+        if hit is not None:
+            return hit
+        d = self._resolve(tool_name, agent_id)
+        with self._lock:
+            if len(self._cache) >= 4096:
+                self._cache.clear()
+            self._cache[cache_key] = d
+        return d
+
+    def _resolve(self, tool_name: str, agent_id: str | None) -> Decision:
+        args: Action = self.default_rule.args or "keep"
+        output: Action = self.default_rule.output or "keep"
+        rule = self._tool_rule(self.tools, tool_name)
+        if rule is not None:
+            args = rule.args or args
+            output = rule.output or output
+        if agent_id is not None:
+            for a in self.agents:
+                if not _matches(a.match, agent_id):
+                    continue
+                if a.args is not None:
+                    args = _stricter(args, a.args)
+                if a.output is not None:
+                    output = _stricter(output, a.output)
+                for t in a.tools:
+                    if _matches(t.match, tool_name):
+                        if t.args is not None:
+                            args = _stricter(args, t.args)
+                        if t.output is not None:
+                            output = _stricter(output, t.output)
+        return Decision(args, output)
+
+    @staticmethod
+    def _tool_rule(rules: tuple[ToolRule, ...], name: str) -> ToolRule | None:
+        glob_hit: ToolRule | None = None
+        for t in rules:
+            if t.match == name:
+                return t
+            if glob_hit is None and _is_glob(t.match) and fnmatch.fnmatchcase(name, t.match):
+                glob_hit = t
+        return glob_hit
+
+    # -- scrubbing ---------------------------------------------------------------------------
+
+    def scrub(self, value: T) -> Scrubbed[T]:
+        """Scrub secrets from any JSON-like value or string (JSON text inside strings too).
+
+        Raises:
+            RedactionError: scrubbing could not run (callers drop the data: fail closed).
+        """
+        try:
+            out, trail = self._scrubber.scrub(value, "$")
+        except Exception as exc:
+            raise RedactionError(f"scrubbing failed: {type(exc).__name__}") from None
+        return Scrubbed(cast(T, out), tuple(trail))
+
+    def scrub_text(self, text: str) -> str:
+        """Scrub secrets from one string (a span name, an error message, a label).
+
+        Raises:
+            RedactionError: scrubbing could not run.
+        """
+        try:
+            out, _ = self._scrubber.scrub_text(text)
+        except Exception as exc:
+            raise RedactionError(f"scrubbing failed: {type(exc).__name__}") from None
+        return out
+
+    @property
+    def scrubber(self) -> Scrubber:
+        """The compiled scrubber (for adapters)."""
+        return self._scrubber
+
+    # -- the one entry point -----------------------------------------------------------------
+
+    def redact_call(
+        self,
+        *,
+        tool_name: str,
+        agent_id: str | None = None,
+        args: Any = None,
+        intent: str | None = None,
+        outcome: str | None = None,
+        output: Any = None,
+        error: str | None = None,
+    ) -> RedactedCall:
+        """Redact one tool call for every sink: args and output by the policy's actions,
+        intent and outcome by the label rule, everything kept scrubbed of secrets.
+
+        The intent passed in is the raw model text; apply ``sanitize_label`` after this.
+
+        Raises:
+            RedactionError: redaction could not run; the caller drops the span or anchor.
+        """
+        try:
+            return self._redact_call(tool_name, agent_id, args, intent, outcome, output, error)
+        except RedactionError:
+            raise
+        except Exception as exc:
+            raise RedactionError(f"redaction failed: {type(exc).__name__}") from None
+
+    def _redact_call(  # noqa: PLR0917
+        self,
+        tool_name: str,
+        agent_id: str | None,
+        args: Any,
+        intent: str | None,
+        outcome: str | None,
+        output: Any,
+        error: str | None,
+    ) -> RedactedCall:
+        decision = self.decide(tool_name, agent_id)
+        trail: list[TrailEntry] = []
+        args_out = self._apply(decision.args, args, "args", trail)
+        output_out = self._apply(decision.output, output, "output", trail)
+        intent_out = self._label(intent, decision.show_intent, "intent", trail)
+        outcome_out = self._label(outcome, decision.show_outcome, "outcome", trail)
+        error_out: str | None = None
+        if error is not None:
+            error_out, t = self._scrubber.scrub_text(str(error), "error")
+            trail.extend(t)
+        return RedactedCall(
+            decision=decision,
+            args=args_out,
+            intent=intent_out,
+            outcome=outcome_out,
+            output=output_out,
+            error=error_out,
+            trail=tuple(trail),
+        )
+
+    def _label(
+        self, text: str | None, show: bool, root: str, trail: list[TrailEntry]
+    ) -> str | None:
+        if text is None:
+            return None
+        if not show:
+            trail.append(TrailEntry(root, "policy"))
+            return None
+        out, t = self._scrubber.scrub_text(str(text), root)
+        trail.extend(t)
+        return out
+
+    def _apply(self, action: Action, value: Any, root: str, trail: list[TrailEntry]) -> Any:
+        if value is None:
+            return None
+        if action == "keep":
+            out, t = self._scrubber.scrub(value, root)
+            trail.extend(t)
+            return out
+        trail.append(TrailEntry(root, "policy"))
+        if action == "redact":
+            return placeholder("policy")
+        return self._hash_value(value)
+
+    # -- hashing -----------------------------------------------------------------------------
+
+    def hash_text(self, value: str | bytes) -> str:
+        """The HMAC form of one value: ``[hmac:<32 hex>]`` (keyed HMAC-SHA256, truncated).
+
+        Raises:
+            RedactionError: no hash key is configured.
+        """
+        key = self.hash_key
+        if key is None:
+            env = os.environ.get(INTENTRACE_REDACTION_HASH_KEY, "")
+            if not env:
+                raise RedactionError(f"no hash key: set ${INTENTRACE_REDACTION_HASH_KEY}")
+            key = env.encode()
+        data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
+        digest = hmac.new(key, data, hashlib.sha256).hexdigest()[:32]
+        return f"{HMAC_PREFIX}{digest}]"
+
+    def _hash_value(self, value: Any) -> Any:
+        """Hash the leaves, keep the shape (JSON text stays JSON text)."""
+        if isinstance(value, str):
+            stripped = value.lstrip()[:1]
+            if stripped in ("{", "["):
+                try:
+                    obj = json.loads(value)
+                except ValueError:
+                    obj = None
+                if isinstance(obj, dict | list):
+                    return json.dumps(self._hash_tree(obj, 0), ensure_ascii=False)
+            return self.hash_text("s:" + value)
+        if isinstance(value, bytes | bytearray):
+            return self.hash_text(b"b:" + bytes(value))
+        return self._hash_tree(value, 0)
+
+    def _hash_tree(self, v: Any, depth: int) -> Any:
+        if v is None or isinstance(v, bool):
+            return v
+        if isinstance(v, int | float):
+            return self.hash_text("n:" + json.dumps(v))
+        if isinstance(v, str):
+            return self.hash_text("s:" + v)
+        if depth >= self._scrubber.options.max_depth:
+            return placeholder("depth")
+        if isinstance(v, Mapping):
+            out: dict[Any, Any] = {}
+            for k, x in cast("Mapping[Any, Any]", v).items():
+                key = self._scrubber.scrub_text(k)[0] if isinstance(k, str) else k
+                out[key] = self._hash_tree(x, depth + 1)
+            return out
+        if isinstance(v, list | tuple):
+            return [self._hash_tree(x, depth + 1) for x in cast("list[Any]", v)]
+        return self.hash_text("o:" + str(v))
+
+    # -- Langfuse adapters -------------------------------------------------------------------
+
+    def langfuse_mask(self, *, data: Any, **kwargs: Any) -> Any:
+        """For ``Langfuse(mask=policy.langfuse_mask)``: scrub observation input, output and
+        metadata. Never raises: if scrubbing fails, the data is replaced (fail closed)."""
+        from redaction._langfuse import langfuse_mask
+
+        return langfuse_mask(self, data)
+
+    def mask_otel_spans(self, *, params: Any) -> Any:
+        """For ``Langfuse(mask_otel_spans=policy.mask_otel_spans)``: export-time attribute
+        patches (tool args/results by the policy, every string scrubbed, hidden intent and
+        outcome attributes deleted). Never raises; a span that cannot be scrubbed has its
+        string attributes replaced (fail closed). Span names are out of its reach."""
+        from redaction._langfuse import mask_otel_spans
+
+        return mask_otel_spans(self, params)
+
+
+_default_instance: list[RedactionPolicy] = []
+
+
+def _default_policy() -> RedactionPolicy:
+    if not _default_instance:
+        _default_instance.append(RedactionPolicy())
+    return _default_instance[0]

@@ -1,0 +1,395 @@
+"""The scrubber: compiled once per policy, applied by a per-call walker that keeps a trail.
+
+It walks nested mappings and sequences (and JSON text inside strings, which it re-serialises
+only when something was removed), applies the key-name rule to mapping keys and the value rules
+to every string, and replaces what it finds by a placeholder that says why
+(``[redacted:jwt]``) and never echoes the secret. Beyond the depth/size bounds it fails closed:
+the value is replaced, never passed through.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any, Final, Generic, TypeVar, cast
+from uuid import UUID
+
+from redaction._errors import PolicyError
+from redaction._patterns import (
+    DIGIT_RULES,
+    DIGIT_RUN,
+    KEY_CATEGORIES,
+    KEY_RULE_SOURCE,
+    VALUE_RULES,
+    ValueRule,
+    normalise_key,
+)
+
+T = TypeVar("T")
+
+PLACEHOLDER_PREFIX: Final = "[redacted:"
+HMAC_PREFIX: Final = "[hmac:"
+FIXED_REASONS: Final[tuple[str, ...]] = ("policy", "depth", "size", "error")
+"""Placeholder reasons that are not patterns: a policy action, the depth/size bounds, a failure."""
+
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+
+def placeholder(reason: str) -> str:
+    """The text that replaces a removed value: ``[redacted:<reason>]``."""
+    return f"{PLACEHOLDER_PREFIX}{reason}]"
+
+
+@dataclass(frozen=True)
+class TrailEntry:
+    """One removal: where (a JSON-path-like string) and why (a rule name). Never the value."""
+
+    path: str
+    """``$.user.password``, ``args.items[2]``, ``intent``, ..."""
+    rule: str
+    """A value-rule name (``jwt``), ``key:<category>`` (``key:password``), ``policy``,
+    ``depth``, ``size`` or a user pattern's name."""
+
+
+@dataclass(frozen=True)
+class Scrubbed(Generic[T]):
+    """A scrubbed value and the trail of what was removed from it."""
+
+    value: T
+    trail: tuple[TrailEntry, ...]
+
+    @property
+    def scrubbed(self) -> int:
+        """Number of removals."""
+        return len(self.trail)
+
+
+@dataclass(frozen=True)
+class UserPattern:
+    """A user-supplied value pattern (TOML ``[[scrub.patterns]]``)."""
+
+    name: str
+    """Rule name: lower-case letters, digits and ``_``; appears in placeholders and trails."""
+    regex: str
+    """Python regular expression; the whole match is replaced."""
+    literals: tuple[str, ...] = ()
+    """Optional prefilter: the regex runs only on strings containing one of these substrings."""
+
+
+@dataclass(frozen=True)
+class ScrubOptions:
+    """What the scrubber looks for and how far it walks."""
+
+    emails: bool = False
+    """Also replace email addresses."""
+    phones: bool = False
+    """Also replace phone numbers."""
+    disable: tuple[str, ...] = ()
+    """Built-in value rules to turn off, by name (see ``BUILTIN_PATTERNS``)."""
+    patterns: tuple[UserPattern, ...] = ()
+    """Extra value patterns."""
+    keys: tuple[str, ...] = ()
+    """Extra key-name regexes, searched in the normalised key (``X-Acme-Ref`` -> ``x_acme_ref``);
+    a match redacts the value under the key (``[redacted:key:custom]``)."""
+    max_depth: int = 32
+    """Nesting depth (JSON inside strings counts); deeper values become ``[redacted:depth]``."""
+    max_string_chars: int = 1_000_000
+    """Longer strings become ``[redacted:size]``."""
+    max_nodes: int = 200_000
+    """Values visited per scrub; the rest become ``[redacted:size]``."""
+
+
+_KEY_SAFE_TYPES = (bool, type(None))
+_PASS_TYPES = (bool, int, float, type(None), datetime, date, time, timedelta, UUID, Decimal)
+_PATH_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _join(path: str, key: str) -> str:
+    if _PATH_KEY.fullmatch(key):
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+@dataclass(frozen=True)
+class _Rule:
+    name: str
+    regex: re.Pattern[str]
+    literals: tuple[str, ...] | None
+    lower: bool
+    digits: bool
+    secret: str | None
+    validator: Any
+
+
+class Scrubber:
+    """Compiled rules. Thread-safe: each call uses its own walker."""
+
+    def __init__(self, options: ScrubOptions, *, source: str = "<python>") -> None:
+        self.options = options
+        builtin = {r.name for r in VALUE_RULES}
+        for i, name in enumerate(options.disable):
+            if name not in builtin:
+                raise PolicyError(
+                    source, f"[scrub] disable[{i}]", f"unknown built-in pattern {name!r}"
+                )
+        rules: list[_Rule] = []
+        for r in VALUE_RULES:
+            if r.name in options.disable:
+                continue
+            if r.optional and not (
+                (r.name == "email" and options.emails) or (r.name == "phone" and options.phones)
+            ):
+                continue
+            rules.append(_from_builtin(r))
+        names = set(builtin) | set(FIXED_REASONS)
+        for i, p in enumerate(options.patterns):
+            entry = f"[[scrub.patterns]][{i}] {p.name!r}"
+            if not _NAME.fullmatch(p.name):
+                raise PolicyError(
+                    source, entry, "name must be lower-case letters, digits and _ (max 40)"
+                )
+            if p.name in names:
+                raise PolicyError(source, entry, "name is already a pattern name")
+            names.add(p.name)
+            try:
+                compiled = re.compile(p.regex)
+            except re.error as exc:
+                raise PolicyError(source, entry, f"bad regex: {exc}") from None
+            if compiled.search("") is not None:
+                raise PolicyError(source, entry, "regex matches the empty string")
+            lits = tuple(p.literals) or None
+            rules.append(_Rule(p.name, compiled, lits, False, False, None, None))
+        self._rules: tuple[_Rule, ...] = tuple(rules)
+        self._any_digit_rule = any(r.digits for r in rules)
+        key_source = KEY_RULE_SOURCE
+        for i, k in enumerate(options.keys):
+            try:
+                re.compile(k)
+            except re.error as exc:
+                raise PolicyError(source, f"[scrub] keys[{i}]", f"bad regex: {exc}") from None
+            if re.search(k, "") is not None:
+                raise PolicyError(source, f"[scrub] keys[{i}]", "regex matches the empty string")
+        if options.keys:
+            key_source += "|(?P<custom>" + "|".join(f"(?:{k})" for k in options.keys) + ")"
+        self._key_rule = re.compile(key_source)
+        self._key_cache: dict[str, str | None] = {}
+        cats = [*KEY_CATEGORIES, "custom"]
+        reasons = sorted(names | {f"key:{c}" for c in cats}, key=len, reverse=True)
+        self._placeholder = re.compile(
+            r"\[(?:redacted:(?:"
+            + "|".join(re.escape(r) for r in reasons)
+            + r")|hmac:[0-9a-f]{32})\]"
+        )
+        for name, value in (
+            ("max_depth", options.max_depth),
+            ("max_string_chars", options.max_string_chars),
+            ("max_nodes", options.max_nodes),
+        ):
+            if value < 1:
+                raise PolicyError(source, f"[scrub] {name}", "must be a positive integer")
+
+    # -- public helpers used by the policy -------------------------------------------------
+
+    def is_placeholder(self, text: str) -> bool:
+        """``text`` is exactly one placeholder or HMAC form (left as it is on a second pass)."""
+        return self._placeholder.fullmatch(text) is not None
+
+    def key_category(self, key: str) -> str | None:
+        """The key-name rule's category for ``key`` or ``None`` (cached)."""
+        cached = self._key_cache.get(key, "")
+        if cached != "":
+            return cached
+        probe = key
+        if PLACEHOLDER_PREFIX in probe or HMAC_PREFIX in probe:
+            probe = self._placeholder.sub(" ", probe)
+        m = self._key_rule.search(normalise_key(probe))
+        cat = m.lastgroup if m is not None else None
+        if len(self._key_cache) < 16384:
+            self._key_cache[key] = cat
+        return cat
+
+    def scrub(self, value: Any, root: str = "$") -> tuple[Any, list[TrailEntry]]:
+        """Scrub any JSON-like value; returns the new value and the trail."""
+        walker = _Walker(self)
+        out = walker.walk(value, root, 0)
+        return out, walker.trail
+
+    def scrub_text(self, text: str, path: str = "$") -> tuple[str, list[TrailEntry]]:
+        """Scrub one string (JSON inside it included)."""
+        walker = _Walker(self)
+        out = walker.text(text, path, 0)
+        return out, walker.trail
+
+    # -- text -------------------------------------------------------------------------------
+
+    def find(self, s: str) -> list[tuple[int, int, str]]:
+        """Spans ``(start, end, rule)`` to replace in ``s`` (merged, outside placeholders)."""
+        spans: list[tuple[int, int, str]] = []
+        lower: str | None = None
+        digits: bool | None = None
+        for rule in self._rules:
+            lits = rule.literals
+            if lits is not None:
+                if rule.lower:
+                    if lower is None:
+                        lower = s.lower()
+                    hay = lower
+                else:
+                    hay = s
+                for lit in lits:
+                    if lit in hay:
+                        break
+                else:
+                    continue
+            elif rule.digits:
+                if digits is None:
+                    digits = DIGIT_RUN.search(s) is not None
+                if not digits:
+                    continue
+            validator = rule.validator
+            for m in rule.regex.finditer(s):
+                if validator is not None and not validator(s, m):
+                    continue
+                a, b = m.span(rule.secret) if rule.secret is not None else m.span()
+                if a < b:
+                    spans.append((a, b, rule.name))
+        if not spans:
+            return spans
+        if PLACEHOLDER_PREFIX in s or HMAC_PREFIX in s:
+            protected = [m.span() for m in self._placeholder.finditer(s)]
+            if protected:
+                spans = [
+                    sp for sp in spans if not any(sp[0] < pe and ps < sp[1] for ps, pe in protected)
+                ]
+        spans.sort()
+        merged: list[tuple[int, int, str]] = []
+        for a, b, name in spans:
+            if merged and a < merged[-1][1]:
+                pa, pb, pname = merged[-1]
+                merged[-1] = (pa, max(pb, b), pname)
+            else:
+                merged.append((a, b, name))
+        return merged
+
+
+def _from_builtin(r: ValueRule) -> _Rule:
+    return _Rule(r.name, r.regex, r.literals, r.lower, r.name in DIGIT_RULES, r.secret, r.validator)
+
+
+_NOT_JSON: Final = object()
+
+
+class _Walker:
+    """One scrub call: the trail and the node budget."""
+
+    __slots__ = ("max_depth", "max_nodes", "max_string", "nodes", "s", "trail")
+
+    def __init__(self, scrubber: Scrubber) -> None:
+        self.s = scrubber
+        self.trail: list[TrailEntry] = []
+        self.nodes = 0
+        o = scrubber.options
+        self.max_depth = o.max_depth
+        self.max_nodes = o.max_nodes
+        self.max_string = o.max_string_chars
+
+    def _cut(self, path: str, reason: str) -> str:
+        self.trail.append(TrailEntry(path, reason))
+        return placeholder(reason)
+
+    def walk(self, v: Any, path: str, depth: int) -> Any:
+        self.nodes += 1
+        if self.nodes > self.max_nodes:
+            return self._cut(path, "size")
+        if isinstance(v, str):
+            return self.text(v, path, depth)
+        if isinstance(v, _PASS_TYPES):
+            return v
+        if depth >= self.max_depth:
+            return self._cut(path, "depth")
+        if isinstance(v, Mapping):
+            return self._mapping(cast("Mapping[Any, Any]", v), path, depth)
+        if isinstance(v, list | tuple):
+            items = cast("list[Any] | tuple[Any, ...]", v)
+            out = [self.walk(x, f"{path}[{i}]", depth + 1) for i, x in enumerate(items)]
+            return tuple(out) if isinstance(v, tuple) else out
+        if isinstance(v, bytes | bytearray):
+            raw = bytes(v)
+            if len(raw) > self.max_string:
+                return self._cut(path, "size")
+            text = raw.decode("utf-8", "surrogateescape")
+            before = len(self.trail)
+            new = self.text(text, path, depth)
+            if len(self.trail) == before:
+                return v
+            return new.encode("utf-8", "surrogateescape")
+        # Anything else (objects, sets, enums): scrub its text form; never pass it raw.
+        if isinstance(v, set | frozenset):
+            items2 = sorted(cast("set[Any]", v), key=repr)
+            return [self.walk(x, f"{path}[{i}]", depth + 1) for i, x in enumerate(items2)]
+        return self.text(str(v), path, depth)
+
+    def _mapping(self, v: Mapping[Any, Any], path: str, depth: int) -> dict[Any, Any]:
+        s = self.s
+        out: dict[Any, Any] = {}
+        for k, x in v.items():
+            if isinstance(k, str):
+                key = self._key_text(k, path)
+                kp = _join(path, key)
+                cat = s.key_category(k)
+                if cat is not None and not (
+                    isinstance(x, _KEY_SAFE_TYPES)
+                    or (isinstance(x, str | list | dict | tuple) and not x)
+                    or (isinstance(x, str) and s.is_placeholder(x))
+                ):
+                    self.nodes += 1
+                    out[key] = self._cut(kp, f"key:{cat}")
+                    continue
+                out[key] = self.walk(x, kp, depth + 1)
+            else:
+                out[k] = self.walk(x, f"{path}[{k!r}]", depth + 1)
+        return out
+
+    def _key_text(self, k: str, path: str) -> str:
+        if len(k) > self.max_string:
+            return self._cut(path, "size")
+        return self._replace(k, path) if k else k
+
+    def text(self, s: str, path: str, depth: int) -> str:
+        if len(s) > self.max_string:
+            return self._cut(path, "size")
+        if s[:1] in ("{", "[") or (s[:1].isspace() and s.lstrip()[:1] in ("{", "[")):
+            try:
+                obj = json.loads(s)
+            except RecursionError:
+                return self._cut(path, "depth")
+            except ValueError:
+                obj = _NOT_JSON
+            if isinstance(obj, dict | list):
+                before = len(self.trail)
+                new = self.walk(obj, path, depth + 1)
+                if len(self.trail) == before:
+                    return s
+                try:
+                    return json.dumps(new, ensure_ascii=False)
+                except (RecursionError, ValueError, TypeError):
+                    return self._cut(path, "error")
+        return self._replace(s, path)
+
+    def _replace(self, s: str, path: str) -> str:
+        spans = self.s.find(s)
+        if not spans:
+            return s
+        parts: list[str] = []
+        pos = 0
+        for a, b, name in spans:
+            parts.append(s[pos:a])
+            parts.append(placeholder(name))
+            self.trail.append(TrailEntry(path, name))
+            pos = b
+        parts.append(s[pos:])
+        return "".join(parts)
