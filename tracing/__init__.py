@@ -11,7 +11,24 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from tracing._intent import (
+    INTENT_ARG,
+    INTENT_DESCRIPTION,
+    INTENT_LABEL_MARKER,
+    IntentRegistry,
+    apply_outcome,
+    can_inject_intent,
+    default_registry,
+    has_intent_marker,
+    inject_intent,
+    read_intent,
+    sanitize_label,
+    strip_intent,
+    with_intent,
+    without_intent,
+)
 from tracing._status import frame_label, group_header
+from tracing._streaming import IntentStreamReader, StreamingIntent, read_streaming_intent
 
 __version__ = "0.1.0"
 
@@ -20,9 +37,26 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {}
 
 __all__ = [
+    "INTENT_ARG",
+    "INTENT_DESCRIPTION",
+    "INTENT_LABEL_MARKER",
+    "IntentRegistry",
+    "IntentStreamReader",
+    "StreamingIntent",
     "__version__",
+    "apply_outcome",
+    "can_inject_intent",
+    "default_registry",
     "frame_label",
     "group_header",
+    "has_intent_marker",
+    "inject_intent",
+    "read_intent",
+    "read_streaming_intent",
+    "sanitize_label",
+    "strip_intent",
+    "with_intent",
+    "without_intent",
 ]
 
 
