@@ -1,0 +1,28 @@
+"""The anchor ledger: one durable record per tool call, written live, read by the viewer,
+the CLI and analytics. SQLite by default, PostgreSQL when shared. No OpenTelemetry here.
+
+    ledger = open_ledger()                       # $INTENTRACE_LEDGER_URL or the default file
+    ledger.record({"tool_call_id": "c1", "tool_name": "search", "status": "in_flight", ...})
+    ledger.session_anchors("conv-42")
+
+See docs/ledger.md.
+"""
+
+from __future__ import annotations
+
+from tracing.ledger._config import LedgerError, LedgerOptions, default_ledger_url
+from tracing.ledger._ledger import Ledger, open_ledger
+from tracing.ledger._model import ANCHOR_COLUMNS, Anchor, AnchorWrite, BlockInfo, SessionInfo
+
+__all__ = [
+    "ANCHOR_COLUMNS",
+    "Anchor",
+    "AnchorWrite",
+    "BlockInfo",
+    "Ledger",
+    "LedgerError",
+    "LedgerOptions",
+    "SessionInfo",
+    "default_ledger_url",
+    "open_ledger",
+]

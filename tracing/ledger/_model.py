@@ -37,11 +37,35 @@ updated_ns          integer   last write, unix epoch nanoseconds
 Other tables: ``sessions`` (session_id PK, next_seq, last_turn, first_ns, last_ns),
 ``blocks`` (session_id, batch_id PK together, turn, activity_label, seq),
 ``schema_migrations`` (name PK, applied_ns).
+
+``sessions.next_seq`` is the next number the session's counter hands out (``seq``,
+``settle_seq`` and ``blocks.seq`` all come from it, so they interleave in event order);
+``last_turn`` is the highest turn handed out by ``next_turn`` or written on an anchor (0: none);
+``first_ns``/``last_ns`` are the earliest start and the latest start/end seen. ``blocks`` rows
+exist only for blocks that got an activity label (``Ledger.set_activity``); ``blocks.seq`` is
+taken from the session counter when the label is set.
+
+Indexes (what the readers need, and nothing that makes every write pay for a rare read):
+
+================================  ==============================================================
+index                             used by
+================================  ==============================================================
+anchors (tool_call_id) unique     upserts, ``anchor(id)`` (SQLite: the rowid table's PK index)
+anchors (session_id, seq)         ``session_anchors``, ``checkpoints``, ``blocks``, session stats
+anchors (updated_ns)              ``changed_since`` (the watcher and the live viewer poll it)
+anchors (status, start_ns)        ``in_flight``: a partial index over live rows only (tiny)
+sessions (last_ns)                ``sessions()`` ordered by last activity
+================================  ==============================================================
+
+Search by intent/outcome/label text is a case-insensitive substring scan (no trigram or
+full-text index: either would cost every write for a rare read); filters by agent/tool/status
+in ``sessions()`` scan too. Analytics over many rows should read a copy (DuckDB), see
+docs/analytics.md.
 """
 
 from __future__ import annotations
 
-from typing import Final, NotRequired, TypedDict
+from typing import Final, Literal, NotRequired, TypedDict
 
 ANCHOR_COLUMNS: Final[tuple[str, ...]] = (
     "tool_call_id",
@@ -126,3 +150,70 @@ class Anchor(TypedDict):
     result: str | None
     redaction: str | None
     updated_ns: int
+
+
+ColumnType = Literal["text", "integer", "real"]
+
+COLUMN_TYPES: Final[dict[str, ColumnType]] = {
+    "tool_call_id": "text",
+    "session_id": "text",
+    "seq": "integer",
+    "settle_seq": "integer",
+    "turn": "integer",
+    "batch_id": "text",
+    "parent_call_id": "text",
+    "agent_id": "text",
+    "tool_name": "text",
+    "intent": "text",
+    "outcome": "text",
+    "label": "text",
+    "status": "text",
+    "start_ns": "integer",
+    "end_ns": "integer",
+    "duration_ms": "real",
+    "trace_id": "text",
+    "span_id": "text",
+    "error": "text",
+    "args": "text",
+    "result": "text",
+    "redaction": "text",
+    "updated_ns": "integer",
+}
+"""SQL type class of each anchor column (the migrations render it per database)."""
+
+NOT_NULL_COLUMNS: Final[frozenset[str]] = frozenset(
+    {"tool_call_id", "session_id", "seq", "tool_name", "label", "status", "start_ns", "updated_ns"}
+)
+
+WRITABLE_COLUMNS: Final[frozenset[str]] = frozenset(AnchorWrite.__annotations__)
+"""Keys a writer may put in an ``AnchorWrite`` (others are ignored)."""
+
+
+class SessionInfo(TypedDict):
+    """One row of ``Ledger.sessions()``."""
+
+    session_id: str
+    calls: int
+    """Anchors in the session."""
+    errors: int
+    """Anchors with status ``error``."""
+    in_flight: int
+    """Anchors not settled yet (``streaming``, ``in_flight``, ``background``)."""
+    agents: list[str]
+    tools: list[str]
+    first_ns: int | None
+    last_ns: int | None
+    """Last activity: the latest start or end of a call in the session."""
+    last_turn: int | None
+
+
+class BlockInfo(TypedDict):
+    """A block of sibling calls (one model step) of a session, as ``Ledger.blocks()`` returns it."""
+
+    session_id: str
+    batch_id: str
+    turn: int | None
+    activity_label: str | None
+    """The block-level activity label set by the app (``Ledger.set_activity``), if any."""
+    seq: int
+    """The smallest ``seq`` of the block's calls (or the label's seq when it has no calls yet)."""

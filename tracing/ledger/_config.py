@@ -1,0 +1,128 @@
+"""Ledger configuration: URLs, the default location, options, the error type."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from tracing.environment_variables import INTENTRACE_LEDGER_URL
+
+
+class LedgerError(Exception):
+    """A configuration or open error (bad URL, missing database for a reader, not a ledger).
+
+    The message is one line saying what is wrong and how to fix it. Writes never raise it.
+    """
+
+
+@dataclass(frozen=True)
+class LedgerOptions:
+    """Tuning of one ledger (the defaults suit an agent app; tests shrink the timeouts)."""
+
+    max_queue_size: int = 100_000
+    """Writes waiting for the writer thread; beyond it ``record`` drops (counted, logged once)."""
+    max_batch_size: int = 5_000
+    """Most queued writes applied in one transaction (coalesced per tool call id)."""
+    retry_attempts: int = 6
+    """Attempts at a failing batch beyond the first, with backoff, before it is dropped."""
+    retry_backoff_millis: int = 50
+    """First retry delay; doubles on each retry up to ``max_retry_backoff_millis``."""
+    max_retry_backoff_millis: int = 2_000
+    busy_timeout_millis: int = 2_000
+    """SQLite: how long a statement waits for another process's write lock before failing."""
+    connect_timeout_seconds: int = 5
+    """PostgreSQL: connection timeout."""
+    reap_after_seconds: float | None = 3_600.0
+    """On open, live anchors not written for this long are settled as ``abandoned``.
+
+    ``None`` (or ``False``) turns reaping off. A crashed process leaves its in-flight anchors
+    behind; the next open settles them so that nothing shimmers forever.
+    """
+    sqlite_cache_mib: int = 64
+    """SQLite page cache of the writer connection (bounded memory; keeps the id index hot)."""
+    open_wait_seconds: float = 5.0
+    """How long ``open_ledger`` waits for the database to be ready before returning anyway
+    (the writer keeps retrying in the background and ``record`` keeps queueing)."""
+
+
+Backend = Literal["sqlite", "postgresql"]
+
+
+@dataclass(frozen=True)
+class LedgerURL:
+    """A parsed ledger URL."""
+
+    backend: Backend
+    url: str
+    """The URL as given (normalised), for display."""
+    path: Path | None = None
+    """SQLite: the database file; None for ``:memory:``."""
+    dsn: str = ""
+    """PostgreSQL: the libpq connection string/URL."""
+
+
+def default_ledger_path() -> Path:
+    """The default SQLite file: ``$XDG_DATA_HOME/intentrace/ledger.db``.
+
+    ``XDG_DATA_HOME`` defaults to ``~/.local/share``; on Windows ``%LOCALAPPDATA%`` is used.
+    """
+    base = os.environ.get("XDG_DATA_HOME")
+    if not base and sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA")
+    root = Path(base) if base else Path.home() / ".local" / "share"
+    return root / "intentrace" / "ledger.db"
+
+
+def default_ledger_url() -> str:
+    """The ledger URL used when none is given: ``$INTENTRACE_LEDGER_URL``, else the default file."""
+    env = os.environ.get(INTENTRACE_LEDGER_URL, "").strip()
+    if env:
+        return env
+    return "sqlite:///" + str(default_ledger_path())
+
+
+def parse_ledger_url(url: str | None) -> LedgerURL:
+    """Parse a ledger URL (argument > ``$INTENTRACE_LEDGER_URL`` > default file).
+
+    Accepted: ``sqlite:///relative.db``, ``sqlite:////absolute.db``, ``sqlite:///:memory:``,
+    a bare file path (SQLite), ``postgresql://...`` (also ``postgres://`` and
+    ``postgresql+psycopg://``).
+
+    Raises:
+        LedgerError: the URL is not one of those.
+    """
+    text = (url if url is not None else default_ledger_url()).strip()
+    if not text:
+        text = default_ledger_url()
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        # A bare path is a SQLite file (``--ledger ./agent.db``).
+        if text == ":memory:":
+            return LedgerURL("sqlite", "sqlite:///:memory:")
+        path = Path(text).expanduser()
+        return LedgerURL("sqlite", "sqlite:///" + str(path), path=path)
+    scheme = scheme.lower()
+    if scheme in ("sqlite", "sqlite3"):
+        if rest in ("", "/", "/:memory:"):
+            return LedgerURL("sqlite", "sqlite:///:memory:")
+        if not rest.startswith("/"):
+            raise LedgerError(
+                f"bad ledger URL {text!r}: write sqlite:///relative.db or sqlite:////absolute.db"
+            )
+        raw = rest[1:].split("?", 1)[0]
+        if not raw:
+            raise LedgerError(f"bad ledger URL {text!r}: no database file after sqlite:///")
+        path = Path(raw).expanduser()
+        return LedgerURL("sqlite", "sqlite:///" + raw, path=path)
+    if scheme in ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2"):
+        dsn = "postgresql://" + rest
+        if not rest or rest.startswith("?"):
+            raise LedgerError(f"bad ledger URL {text!r}: write postgresql://user@host:5432/db")
+        return LedgerURL("postgresql", dsn, dsn=dsn)
+    raise LedgerError(
+        f"unsupported ledger URL {text!r}: use sqlite:///path.db, sqlite:///:memory: "
+        "or postgresql://user@host/db"
+    )

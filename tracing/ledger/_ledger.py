@@ -1,0 +1,511 @@
+"""The ``Ledger``: non-blocking writes through one writer thread, and the read API."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import Any, cast
+
+from tracing.ledger._config import LedgerError, LedgerOptions, LedgerURL, parse_ledger_url
+from tracing.ledger._model import ANCHOR_COLUMNS, Anchor, AnchorWrite, BlockInfo, SessionInfo
+from tracing.ledger._plan import Activity, TurnFloor
+from tracing.ledger._store import LIVE_SQL, SETTLED_SQL, Store
+from tracing.ledger._writer import Flush, Stop, Writer
+
+logger = logging.getLogger("tracing.ledger")
+
+_COLS = ", ".join(ANCHOR_COLUMNS)
+_OPEN: weakref.WeakSet[Ledger] = weakref.WeakSet()
+
+
+def _make_store(parsed: LedgerURL, options: LedgerOptions) -> Store:
+    if parsed.backend == "sqlite":
+        from tracing.ledger._sqlite import SQLiteStore
+
+        return SQLiteStore(parsed.path, options)
+    from tracing.ledger._postgres import PostgresStore
+
+    return PostgresStore(parsed.dsn, options)
+
+
+def open_ledger(
+    url: str | None = None, *, read_only: bool = False, options: LedgerOptions | None = None
+) -> Ledger:
+    """Open the anchor ledger at ``url`` (argument > ``$INTENTRACE_LEDGER_URL`` > default file).
+
+    A writing ledger creates the database and applies migrations (in its writer thread; the
+    database may be unreachable for now: writes queue and the writer keeps retrying). A
+    read-only ledger (the viewer) never writes: no migrations, no writer thread.
+
+    Args:
+        url: ``sqlite:///path.db``, ``sqlite:///:memory:``, ``postgresql://...`` or a file path.
+        read_only: open for reading only.
+        options: tuning (queue size, retries, reaping); ``LedgerOptions()`` by default.
+
+    Raises:
+        LedgerError: a bad URL; for ``read_only``, a database that is missing, unreachable or
+            not a ledger; for writing, a file that is not a SQLite database.
+    """
+    parsed = parse_ledger_url(url)
+    opts = options or LedgerOptions()
+    return Ledger(parsed, read_only=read_only, options=opts)
+
+
+def _like_pattern(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class Ledger:
+    """The anchor ledger (open it with ``open_ledger``).
+
+    Writing (``record``, ``set_activity``) never raises and never waits for the database: it
+    puts the write on a bounded queue drained by one writer thread. Reading runs queries on a
+    separate connection and raises ``LedgerError`` (one line) when the database fails.
+    """
+
+    def __init__(self, parsed: LedgerURL, *, read_only: bool, options: LedgerOptions) -> None:
+        self.url: str = parsed.url
+        """The ledger URL (normalised)."""
+        self.read_only = read_only
+        self._options = options
+        self._store = _make_store(parsed, options)
+        self._read_lock = threading.RLock()
+        self._read_conn: Any = None
+        self._closed = False
+        self._drop_lock = threading.Lock()
+        self._dropped = 0
+        self._warned_drop = False
+        self._turns: dict[str, int] = {}
+        self._writer: Writer | None = None
+        if read_only:
+            if parsed.backend == "sqlite" and parsed.path is None:
+                raise LedgerError("a sqlite:///:memory: ledger cannot be opened read-only")
+            if parsed.path is not None and not parsed.path.exists():
+                raise LedgerError(
+                    f"no ledger database at {parsed.path} "
+                    "(record some calls first, or pass --ledger / INTENTRACE_LEDGER_URL)"
+                )
+            try:
+                conn = self._store.connect(role="reader_ro")
+            except Exception as exc:
+                raise LedgerError(
+                    f"cannot open the ledger {self._store.describe()}: {_one_line(exc)}"
+                ) from None
+            try:
+                ok = self._store.has_schema(conn)
+            except Exception as exc:
+                self._store.close_connection(conn)
+                raise LedgerError(
+                    f"{self._store.describe()} is not an intentrace ledger: {_one_line(exc)}"
+                ) from None
+            if not ok:
+                self._store.close_connection(conn)
+                raise LedgerError(
+                    f"{self._store.describe()} is not an intentrace ledger (no anchors table)"
+                )
+            self._read_conn = conn
+            self._queue = None
+            self._max_queue = 0
+            return
+        writer = Writer(self._store, options, reap=True)
+        self._writer = writer
+        self._queue = writer.queue
+        self._max_queue = max(1, options.max_queue_size)
+        writer.start()
+        writer.ready.wait(options.open_wait_seconds)
+        error = writer.init_error
+        if (
+            error is not None
+            and not self._store.is_transient(error)
+            and not isinstance(error, OSError)
+        ):
+            self.close()
+            raise LedgerError(
+                f"cannot open the ledger {self._store.describe()}: {_one_line(error)}"
+            )
+        _OPEN.add(self)
+
+    def __repr__(self) -> str:
+        mode = "read-only" if self.read_only else "read-write"
+        return f"<Ledger {self.url} {mode}{' closed' if self._closed else ''}>"
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- writing -----------------------------------------------------------------------------
+    def record(self, write: AnchorWrite) -> None:
+        """Queue one anchor write (an idempotent upsert by ``tool_call_id``; rules in ``_model``).
+
+        Never raises and never waits for the database. The write dict belongs to the ledger
+        afterwards (do not mutate it). When the queue is full the write is dropped and counted
+        (``stats()["dropped"]``, logged once).
+        """
+        queue = self._queue
+        if queue is None or self._closed or queue.qsize() >= self._max_queue:
+            self._drop()
+            return
+        queue.put(write)
+
+    def set_activity(
+        self, session_id: str, batch_id: str, label: str, *, turn: int | None = None
+    ) -> None:
+        """Queue a block-level activity label for the block ``batch_id`` (it heads the block)."""
+        queue = self._queue
+        if queue is None or self._closed or queue.qsize() >= self._max_queue:
+            self._drop()
+            return
+        queue.put(
+            Activity(
+                str(session_id),
+                str(batch_id),
+                str(label),
+                turn if isinstance(turn, int) and not isinstance(turn, bool) else None,
+            )
+        )
+
+    def next_turn(self, session_id: str) -> int:
+        """Hand out the session's next turn number (1, 2, ...; continues across restarts).
+
+        May block briefly (one statement on the database). Never raises: when the database
+        cannot answer, the number continues from what this process knows and is recorded as a
+        floor once the database is back.
+        """
+        session_id = str(session_id)
+        floor = self._turns.get(session_id, 0) + 1
+        turn = floor
+        if not self.read_only and not self._closed:
+            try:
+                with self._read_lock, self._store.guard():
+                    conn = self._reader()
+                    turn = self._store.bump_turn(conn, session_id, floor)
+            except Exception as exc:
+                self._reset_reader()
+                if self._writer is not None:
+                    self._writer.errors += 1
+                    self._writer.recent_errors.append(f"next_turn: {_one_line(exc)}")
+                logger.debug("intentrace ledger: next_turn fell back to %d: %s", floor, exc)
+                queue = self._queue
+                if queue is not None:
+                    queue.put(TurnFloor(session_id, floor))
+        self._turns[session_id] = max(self._turns.get(session_id, 0), turn)
+        return turn
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Wait until everything queued so far is written (or dropped); False on timeout."""
+        writer = self._writer
+        if writer is None or self._closed or not writer.thread.is_alive():
+            return writer is None or self._queue is None or self._queue.qsize() == 0
+        marker = Flush(threading.Event())
+        writer.queue.put(marker)
+        return marker.done.wait(timeout_s)
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Write what is queued (waiting up to ``timeout_s``), then close. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        _OPEN.discard(self)
+        writer = self._writer
+        if writer is not None:
+            writer.queue.put(Stop())
+            writer.thread.join(timeout_s)
+            if writer.thread.is_alive():
+                writer.abort.set()
+                writer.thread.join(5.0)
+        self._reset_reader()
+        close_all = getattr(self._store, "close_all", None)
+        if close_all is not None:
+            close_all()
+
+    def stats(self) -> dict[str, int]:
+        """Counters: enqueued, written, dropped, retries, errors, queue_depth, reaped, invalid."""
+        w = self._writer
+        depth = self._queue.qsize() if self._queue is not None else 0
+        if w is None:
+            return {
+                "enqueued": 0, "written": 0, "dropped": self._dropped, "retries": 0,
+                "errors": 0, "queue_depth": 0, "reaped": 0, "invalid": 0,
+            }  # fmt: skip
+        return {
+            "enqueued": w.taken + depth,
+            "written": w.written,
+            "dropped": self._dropped + w.dropped,
+            "retries": w.retries,
+            "errors": w.errors,
+            "queue_depth": depth,
+            "reaped": w.reaped,
+            "invalid": w.invalid,
+        }
+
+    def recent_errors(self) -> list[str]:
+        """The last internal errors (one line each, newest last), for tests and diagnostics."""
+        return list(self._writer.recent_errors) if self._writer is not None else []
+
+    def _drop(self) -> None:
+        with self._drop_lock:
+            self._dropped += 1
+            warn = not self._warned_drop
+            self._warned_drop = True
+        if warn:
+            why = (
+                "the ledger is read-only" if self.read_only
+                else "the ledger is closed" if self._closed
+                else f"the write queue is full ({self._max_queue})"
+            )  # fmt: skip
+            logger.warning("intentrace ledger: dropping writes: %s (counted in stats())", why)
+
+    # --- reading -----------------------------------------------------------------------------
+    def _reader(self) -> Any:
+        if self._read_conn is None:
+            conn = self._store.connect(role="reader_ro" if self.read_only else "reader")
+            self._read_conn = conn
+        return self._read_conn
+
+    def _reset_reader(self) -> None:
+        with self._read_lock:
+            conn, self._read_conn = self._read_conn, None
+        if conn is not None:
+            self._store.close_connection(conn)
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        if self._closed:
+            raise LedgerError(f"the ledger {self.url} is closed")
+        try:
+            with self._read_lock, self._store.guard():
+                return self._store.query(self._reader(), sql, params)
+        except LedgerError:
+            raise
+        except Exception as exc:
+            self._reset_reader()
+            raise LedgerError(
+                f"reading the ledger {self._store.describe()} failed: {_one_line(exc)}"
+            ) from None
+
+    def _anchors(self, where: str, params: Sequence[Any], tail: str = "") -> list[Anchor]:
+        rows = self._query(f"SELECT {_COLS} FROM anchors WHERE {where} {tail}", params)
+        return [cast(Anchor, dict(zip(ANCHOR_COLUMNS, r, strict=True))) for r in rows]
+
+    def _session_filter(
+        self, agent: str | None, tool: str | None, status: str | None, search: str | None
+    ) -> tuple[str, list[Any]]:
+        terms: list[str] = []
+        params: list[Any] = []
+        sub = "s.session_id IN (SELECT session_id FROM anchors WHERE {})"
+        if agent is not None:
+            terms.append(sub.format("agent_id = ?"))
+            params.append(agent)
+        if tool is not None:
+            terms.append(sub.format("tool_name = ?"))
+            params.append(tool)
+        if status is not None:
+            terms.append(sub.format("status = ?"))
+            params.append(status)
+        if search:
+            like = self._store.like
+            pattern = _like_pattern(search)
+            terms.append(
+                f"({like('s.session_id')} OR "
+                + sub.format(f"{like('intent')} OR {like('outcome')} OR {like('label')}")
+                + ")"
+            )
+            params.extend([pattern] * 4)
+        return (" WHERE " + " AND ".join(terms) if terms else ""), params
+
+    def sessions(
+        self,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        agent: str | None = None,
+        tool: str | None = None,
+        status: str | None = None,
+        search: str | None = None,
+    ) -> list[SessionInfo]:
+        """Sessions, most recent activity first, with their counts.
+
+        Each filter keeps the sessions that have at least one call matching it (``agent``,
+        ``tool``, ``status`` exactly; ``search``: a case-insensitive substring of a call's
+        intent, outcome or label, or of the session id).
+        """
+        where, params = self._session_filter(agent, tool, status, search)
+        return self._session_infos(
+            f"SELECT s.session_id, s.first_ns, s.last_ns, s.last_turn FROM sessions s{where} "
+            "ORDER BY s.last_ns DESC NULLS LAST, s.session_id LIMIT ? OFFSET ?",
+            [*params, max(0, int(limit)), max(0, int(offset))],
+        )
+
+    def session(self, session_id: str) -> SessionInfo | None:
+        """One session with its counts, or None when the ledger has never seen it."""
+        found = self._session_infos(
+            "SELECT session_id, first_ns, last_ns, last_turn FROM sessions WHERE session_id = ?",
+            [session_id],
+        )
+        return found[0] if found else None
+
+    def _session_infos(self, sql: str, params: Sequence[Any]) -> list[SessionInfo]:
+        rows = self._query(sql, params)
+        infos: dict[str, SessionInfo] = {}
+        for session_id, first_ns, last_ns, last_turn in rows:
+            infos[session_id] = SessionInfo(
+                session_id=session_id, calls=0, errors=0, in_flight=0, agents=[], tools=[],
+                first_ns=first_ns, last_ns=last_ns, last_turn=last_turn or None,
+            )  # fmt: skip
+        if infos:
+            marks = ", ".join("?" for _ in infos)
+            stats = self._query(
+                "SELECT session_id, agent_id, tool_name, count(*), "
+                "sum(CASE WHEN status = 'error' THEN 1 ELSE 0 END), "
+                f"sum(CASE WHEN status IN {LIVE_SQL} THEN 1 ELSE 0 END) "
+                f"FROM anchors WHERE session_id IN ({marks}) "
+                "GROUP BY session_id, agent_id, tool_name",
+                list(infos),
+            )
+            for session_id, agent_id, tool_name, calls, errors, live in stats:
+                info = infos[session_id]
+                info["calls"] += int(calls)
+                info["errors"] += int(errors or 0)
+                info["in_flight"] += int(live or 0)
+                if agent_id is not None and agent_id not in info["agents"]:
+                    info["agents"].append(agent_id)
+                if tool_name not in info["tools"]:
+                    info["tools"].append(tool_name)
+            for info in infos.values():
+                info["agents"].sort()
+                info["tools"].sort()
+        return list(infos.values())
+
+    def count_sessions(
+        self,
+        *,
+        agent: str | None = None,
+        tool: str | None = None,
+        status: str | None = None,
+        search: str | None = None,
+    ) -> int:
+        """How many sessions ``sessions()`` would list with these filters (for pagination)."""
+        where, params = self._session_filter(agent, tool, status, search)
+        rows = self._query(f"SELECT count(*) FROM sessions s{where}", params)
+        return int(rows[0][0])
+
+    def session_anchors(self, session_id: str) -> list[Anchor]:
+        """Every call of the session, in ``seq`` order."""
+        return self._anchors("session_id = ?", [session_id], "ORDER BY seq")
+
+    def anchor(self, tool_call_id: str) -> Anchor | None:
+        """One call by its id, or None."""
+        found = self._anchors("tool_call_id = ?", [tool_call_id])
+        return found[0] if found else None
+
+    def search(self, text: str, *, limit: int = 100) -> list[Anchor]:
+        """Calls whose intent, outcome or label contains ``text`` (case-insensitive), newest
+        first. A scan: no text index (see the schema notes)."""
+        if limit <= 0 or not text:
+            return []
+        like = self._store.like
+        pattern = _like_pattern(text)
+        return self._anchors(
+            f"({like('intent')} OR {like('outcome')} OR {like('label')})",
+            [pattern, pattern, pattern, limit],
+            "ORDER BY updated_ns DESC LIMIT ?",
+        )
+
+    def in_flight(self, *, limit: int = 200, session_id: str | None = None) -> list[Anchor]:
+        """Calls not settled yet (``streaming``, ``in_flight``, ``background``), oldest first."""
+        where = f"status IN {LIVE_SQL}"
+        params: list[Any] = []
+        if session_id is not None:
+            where += " AND session_id = ?"
+            params.append(session_id)
+        return self._anchors(where, [*params, max(0, limit)], "ORDER BY start_ns, seq LIMIT ?")
+
+    def changed_since(
+        self, updated_ns: int, *, session_id: str | None = None, limit: int = 1000
+    ) -> list[Anchor]:
+        """Calls written after ``updated_ns``, in write order (poll with the last one's
+        ``updated_ns``; each write gets a distinct value)."""
+        where = "updated_ns > ?"
+        params: list[Any] = [int(updated_ns)]
+        if session_id is not None:
+            where += " AND session_id = ?"
+            params.append(session_id)
+        return self._anchors(where, [*params, max(0, limit)], "ORDER BY updated_ns LIMIT ?")
+
+    def checkpoints(self, session_id: str) -> list[Anchor]:
+        """The settled calls of a session, in ``seq`` order."""
+        return self._anchors(
+            f"session_id = ? AND status IN {SETTLED_SQL}", [session_id], "ORDER BY seq"
+        )
+
+    def blocks(self, session_id: str) -> list[BlockInfo]:
+        """The blocks (sibling calls of one model step) of a session, in ``seq`` order.
+
+        Calls without a ``batch_id`` belong to no block. A block's ``activity_label`` is the
+        label set with ``set_activity`` (None until then).
+        """
+        found: dict[str, BlockInfo] = {}
+        for batch_id, turn, seq in self._query(
+            "SELECT batch_id, min(turn), min(seq) FROM anchors "
+            "WHERE session_id = ? AND batch_id IS NOT NULL GROUP BY batch_id",
+            [session_id],
+        ):
+            found[batch_id] = BlockInfo(
+                session_id=session_id, batch_id=batch_id, turn=turn, activity_label=None, seq=seq
+            )
+        for batch_id, turn, label, seq in self._query(
+            "SELECT batch_id, turn, activity_label, seq FROM blocks WHERE session_id = ?",
+            [session_id],
+        ):
+            block = found.get(batch_id)
+            if block is None:
+                found[batch_id] = BlockInfo(
+                    session_id=session_id, batch_id=batch_id, turn=turn, activity_label=label,
+                    seq=seq,
+                )  # fmt: skip
+            else:
+                block["activity_label"] = label
+                if turn is not None:
+                    block["turn"] = turn
+        return sorted(found.values(), key=lambda b: (b["seq"], b["batch_id"]))
+
+    def summary(self, session_id: str, turn: int | None = None, max_chars: int = 4000) -> str:
+        """A compact plain-text timeline of the session's settled calls (for a summarizer
+        prompt when an agent's history is compacted), at most ``max_chars`` long; the most
+        recent calls are kept when it must be cut."""
+        from tracing.ledger._summary import render_summary
+
+        calls = self.checkpoints(session_id)
+        if turn is not None:
+            calls = [c for c in calls if c["turn"] == turn]
+        return render_summary(session_id, calls, turn=turn, max_chars=max_chars)
+
+    def agents(self) -> list[str]:
+        """Every agent id seen, sorted."""
+        rows = self._query(
+            "SELECT DISTINCT agent_id FROM anchors WHERE agent_id IS NOT NULL ORDER BY agent_id"
+        )
+        return [r[0] for r in rows]
+
+    def tools(self) -> list[str]:
+        """Every tool name seen, sorted."""
+        return [r[0] for r in self._query("SELECT DISTINCT tool_name FROM anchors ORDER BY 1")]
+
+
+@atexit.register
+def _close_open_ledgers() -> None:  # pyright: ignore[reportUnusedFunction]
+    for ledger in list(_OPEN):
+        try:
+            ledger.close(timeout_s=5.0)
+        except Exception:  # never fail interpreter exit
+            logger.debug("closing a ledger at exit failed", exc_info=True)

@@ -1,0 +1,221 @@
+"""The shared store: PostgreSQL through psycopg 3 (same schema and behaviour as SQLite).
+
+Each batch is one transaction: lock the batch's stored rows (``FOR UPDATE``), reserve sequence
+ranges with one upsert on ``sessions``, COPY the new anchors straight into ``anchors``, COPY
+the changed ones into a temporary table and apply them with one ``UPDATE ... FROM``.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Generator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from tracing.ledger._config import LedgerError, LedgerOptions
+from tracing.ledger._model import ANCHOR_COLUMNS, COLUMN_TYPES
+from tracing.ledger._plan import SessionDelta, Update, loaded_row
+from tracing.ledger._store import LIVE_SQL, LOOKUP_COLUMNS, Store, migrations
+
+_PG_TYPES = {"text": "text", "integer": "bigint", "real": "double precision"}
+_UPD_TABLE = "intentrace_upd"
+_UPD_DDL = (
+    f"CREATE TEMP TABLE IF NOT EXISTS {_UPD_TABLE} ("
+    + ", ".join(f"{c} {_PG_TYPES[COLUMN_TYPES[c]]}" for c in ANCHOR_COLUMNS)
+    + ", mask bigint NOT NULL) ON COMMIT DELETE ROWS"
+)
+_BIT = {c: 1 << i for i, c in enumerate(ANCHOR_COLUMNS)}
+_UPDATE_SQL = (
+    "UPDATE anchors AS a SET "
+    + ", ".join(
+        f"{c} = CASE WHEN (u.mask & {_BIT[c]}) <> 0 THEN u.{c} ELSE a.{c} END"
+        for c in ANCHOR_COLUMNS
+        if c != "tool_call_id"
+    )
+    + f" FROM {_UPD_TABLE} AS u WHERE a.tool_call_id = u.tool_call_id"
+)
+_ALLOCATE_SQL = (
+    "INSERT INTO sessions AS s (session_id, next_seq, last_turn, first_ns, last_ns) "
+    "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[]) "
+    "ON CONFLICT (session_id) DO UPDATE SET "
+    "next_seq = s.next_seq + excluded.next_seq - 1, "
+    "last_turn = GREATEST(s.last_turn, excluded.last_turn), "
+    "first_ns = LEAST(s.first_ns, excluded.first_ns), "
+    "last_ns = GREATEST(s.last_ns, excluded.last_ns) "
+    "RETURNING session_id, next_seq"
+)
+_MIGRATION_LOCK = 0x1E7E_4ACE  # pg_advisory_xact_lock key: one migrator at a time
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise LedgerError(
+            "a postgresql:// ledger needs psycopg 3: pip install 'intentrace[postgres]'"
+        ) from exc
+    return psycopg
+
+
+class PostgresStore(Store):
+    """PostgreSQL at ``dsn``."""
+
+    dialect = "postgresql"
+    strip_nul = True
+
+    def __init__(self, dsn: str, options: LedgerOptions) -> None:
+        self.dsn = dsn
+        self.options = options
+        self.psycopg = _psycopg()
+        self._prepared: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def describe(self) -> str:
+        from psycopg.conninfo import conninfo_to_dict
+
+        try:
+            info = conninfo_to_dict(self.dsn)
+        except Exception:
+            return "postgresql"
+        host, port = info.get("host", ""), info.get("port", 5432)
+        return f"postgresql {host}:{port}/{info.get('dbname', '')}"
+
+    def is_transient(self, exc: BaseException) -> bool:
+        pg = self.psycopg
+        if not isinstance(exc, pg.Error):
+            return False
+        return not isinstance(
+            exc, pg.DataError | pg.IntegrityError | pg.ProgrammingError | pg.NotSupportedError
+        ) or isinstance(exc, pg.errors.InsufficientPrivilege)
+
+    def connect(self, *, role: str) -> Any:
+        kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "connect_timeout": max(1, self.options.connect_timeout_seconds),
+            "application_name": f"intentrace-ledger-{role}",
+        }
+        if role == "reader_ro":
+            kwargs["options"] = "-c default_transaction_read_only=on"
+        return self.psycopg.connect(self.dsn, **kwargs)
+
+    def has_schema(self, conn: Any) -> bool:
+        row = conn.execute("SELECT to_regclass('anchors') IS NOT NULL").fetchone()
+        return bool(row[0])
+
+    def migrate(self, conn: Any) -> list[str]:
+        applied: list[str] = []
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(name text NOT NULL PRIMARY KEY, applied_ns bigint NOT NULL)"
+            )
+            done = {r[0] for r in conn.execute("SELECT name FROM schema_migrations")}
+            for name, statements in migrations(self.dialect):
+                if name in done:
+                    continue
+                for statement in statements:
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations (name, applied_ns) VALUES (%s, %s)",
+                    (name, time.time_ns()),
+                )
+                applied.append(name)
+        return applied
+
+    @contextmanager
+    def transaction(self, conn: Any) -> Generator[None]:
+        with conn.transaction():
+            yield
+
+    def lookup(self, conn: Any, ids: Sequence[str]) -> dict[str, tuple[Any, dict[str, Any]]]:
+        rows = conn.execute(
+            f"SELECT {LOOKUP_COLUMNS} FROM anchors WHERE tool_call_id = ANY(%s) "
+            "ORDER BY tool_call_id FOR UPDATE",
+            (list(ids),),
+        ).fetchall()
+        found: dict[str, tuple[Any, dict[str, Any]]] = {}
+        for row in rows:
+            loaded = loaded_row(row)
+            found[loaded["tool_call_id"]] = (None, loaded)
+        return found
+
+    def allocate(self, conn: Any, deltas: Mapping[str, SessionDelta]) -> dict[str, int]:
+        if not deltas:
+            return {}
+        names = sorted(deltas)
+        ds = [deltas[n] for n in names]
+        rows = conn.execute(
+            _ALLOCATE_SQL,
+            (
+                names,
+                [d.slots + 1 for d in ds],
+                [d.last_turn for d in ds],
+                [d.first_ns for d in ds],
+                [d.last_ns for d in ds],
+            ),
+        ).fetchall()
+        return {name: after - deltas[name].slots for name, after in rows}
+
+    def insert(self, conn: Any, rows: Sequence[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        with conn.cursor().copy(f"COPY anchors ({', '.join(ANCHOR_COLUMNS)}) FROM STDIN") as cp:
+            for row in rows:
+                cp.write_row(row)
+
+    def update(self, conn: Any, updates: Sequence[Update]) -> None:
+        if not updates:
+            return
+        if conn not in self._prepared:
+            conn.execute(_UPD_DDL)
+            self._prepared.add(conn)
+        columns = ", ".join(ANCHOR_COLUMNS)
+        with conn.cursor().copy(f"COPY {_UPD_TABLE} ({columns}, mask) FROM STDIN") as cp:
+            for u in updates:
+                values = u.values
+                mask = 0
+                for c in values:
+                    mask |= _BIT[c]
+                row = [values.get(c) for c in ANCHOR_COLUMNS]
+                row[0] = u.tool_call_id
+                row.append(mask)
+                cp.write_row(row)
+        conn.execute(_UPDATE_SQL)
+
+    def upsert_blocks(
+        self, conn: Any, blocks: Sequence[tuple[str, str, int | None, str, int]]
+    ) -> None:
+        if blocks:
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO blocks AS b (session_id, batch_id, turn, activity_label, seq) "
+                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (session_id, batch_id) DO UPDATE "
+                    "SET activity_label = excluded.activity_label, "
+                    "turn = coalesce(excluded.turn, b.turn)",
+                    blocks,
+                )
+
+    def live_before(self, conn: Any, cutoff_ns: int, limit: int) -> list[dict[str, Any]]:
+        rows = conn.execute(
+            "SELECT tool_call_id, tool_name, intent, outcome FROM anchors "
+            f"WHERE status IN {LIVE_SQL} AND updated_ns < %s LIMIT %s",
+            (cutoff_ns, limit),
+        ).fetchall()
+        keys = ("tool_call_id", "tool_name", "intent", "outcome")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
+    def bump_turn(self, conn: Any, session_id: str, floor: int) -> int:
+        row = conn.execute(
+            "INSERT INTO sessions AS s (session_id, next_seq, last_turn) VALUES (%s, 1, %s) "
+            "ON CONFLICT (session_id) DO UPDATE SET "
+            "last_turn = GREATEST(s.last_turn + 1, excluded.last_turn) RETURNING last_turn",
+            (session_id, max(1, floor)),
+        ).fetchone()
+        return int(row[0])
+
+    def query(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return conn.execute(sql.replace("?", "%s"), tuple(params)).fetchall()
+
+    def like(self, column: str) -> str:
+        return f"{column} ILIKE ? ESCAPE '\\'"

@@ -1,0 +1,155 @@
+"""What the writer and the readers need from a database (SQLite and PostgreSQL implement it)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Generator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from typing import Any, Final
+
+from tracing.ledger._model import ANCHOR_COLUMNS, COLUMN_TYPES, NOT_NULL_COLUMNS
+from tracing.ledger._plan import LOADED_COLUMNS, SessionDelta, Update
+
+LIVE_SQL: Final = "('streaming', 'in_flight', 'background')"
+"""The live statuses as an SQL list (the partial index's predicate; keep them identical)."""
+SETTLED_SQL: Final = "('success', 'error', 'cancelled', 'abandoned')"
+
+_TYPES: Final = {
+    "sqlite": {"text": "TEXT", "integer": "INTEGER", "real": "REAL"},
+    "postgresql": {"text": "text", "integer": "bigint", "real": "double precision"},
+}
+
+
+def anchors_ddl(dialect: str) -> str:
+    """CREATE TABLE for ``anchors`` from the single column list in ``_model``."""
+    types = _TYPES[dialect]
+    lines: list[str] = []
+    for column in ANCHOR_COLUMNS:
+        sql_type = types[COLUMN_TYPES[column]]
+        if column == "tool_call_id":
+            lines.append(f"tool_call_id {sql_type} NOT NULL PRIMARY KEY")
+        elif column == "session_id":
+            lines.append(f"session_id {sql_type} NOT NULL DEFAULT ''")
+        elif column in NOT_NULL_COLUMNS:
+            lines.append(f"{column} {sql_type} NOT NULL")
+        else:
+            lines.append(f"{column} {sql_type}")
+    return "CREATE TABLE anchors (\n  " + ",\n  ".join(lines) + "\n)"
+
+
+def migrations(dialect: str) -> list[tuple[str, list[str]]]:
+    """Named migrations, applied in order and recorded in ``schema_migrations``."""
+    integer = "INTEGER" if dialect == "sqlite" else "bigint"
+    text = "TEXT" if dialect == "sqlite" else "text"
+    return [
+        (
+            "0001_anchors_sessions_blocks",
+            [
+                anchors_ddl(dialect),
+                "CREATE INDEX anchors_session_seq ON anchors (session_id, seq)",
+                "CREATE INDEX anchors_updated ON anchors (updated_ns)",
+                "CREATE INDEX anchors_live ON anchors (status, start_ns) "
+                f"WHERE status IN {LIVE_SQL}",
+                f"CREATE TABLE sessions (session_id {text} NOT NULL PRIMARY KEY, "
+                f"next_seq {integer} NOT NULL DEFAULT 1, last_turn {integer} NOT NULL DEFAULT 0, "
+                f"first_ns {integer}, last_ns {integer})",
+                "CREATE INDEX sessions_last ON sessions (last_ns)",
+                f"CREATE TABLE blocks (session_id {text} NOT NULL, batch_id {text} NOT NULL, "
+                f"turn {integer}, activity_label {text}, seq {integer} NOT NULL, "
+                "PRIMARY KEY (session_id, batch_id))",
+            ],
+        ),
+    ]
+
+
+LOOKUP_COLUMNS: Final = ", ".join(LOADED_COLUMNS) + ", args IS NULL, result IS NULL"
+
+
+class Store(ABC):
+    """One database: connections, migrations, the batch write primitives, and reads."""
+
+    dialect: str
+    strip_nul: bool = False
+    """PostgreSQL text cannot hold NUL: writes replace it."""
+
+    @abstractmethod
+    def is_transient(self, exc: BaseException) -> bool:
+        """Errors worth retrying (locked, read-only, full, unreachable): not the data's fault."""
+
+    # --- connections -----------------------------------------------------------------------
+    @abstractmethod
+    def connect(self, *, role: str) -> Any:
+        """A new connection; ``role`` is ``writer``, ``reader`` or ``reader_ro``."""
+
+    def close_connection(self, conn: Any) -> None:
+        with suppress(Exception):  # closing a broken connection: nothing to do
+            conn.close()
+
+    def guard(self) -> AbstractContextManager[Any]:
+        """Held around every use of a shared connection (SQLite ``:memory:``); else a no-op."""
+        return nullcontext()
+
+    @property
+    def shared(self) -> bool:
+        """True when every role shares one connection (SQLite ``:memory:``)."""
+        return False
+
+    @abstractmethod
+    def describe(self) -> str:
+        """Where the data lives (for messages)."""
+
+    # --- schema ------------------------------------------------------------------------------
+    @abstractmethod
+    def migrate(self, conn: Any) -> list[str]:
+        """Apply pending migrations; returns the names applied."""
+
+    @abstractmethod
+    def has_schema(self, conn: Any) -> bool:
+        """Whether the ledger tables exist."""
+
+    # --- batch writes (inside ``transaction``) ---------------------------------------------
+    @abstractmethod
+    @contextmanager
+    def transaction(self, conn: Any) -> Generator[None]:
+        """A write transaction holding the write lock (SQLite ``BEGIN IMMEDIATE``)."""
+        yield
+
+    @abstractmethod
+    def lookup(self, conn: Any, ids: Sequence[str]) -> dict[str, tuple[Any, dict[str, Any]]]:
+        """Stored state of the given ids: ``{id: (rid, loaded columns)}``; locks them."""
+
+    @abstractmethod
+    def allocate(self, conn: Any, deltas: Mapping[str, SessionDelta]) -> dict[str, int]:
+        """Reserve ``slots`` numbers per session and fold in the turn and times; returns the
+        first number of each session's range."""
+
+    @abstractmethod
+    def insert(self, conn: Any, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert new anchors (full rows in ``ANCHOR_COLUMNS`` order)."""
+
+    @abstractmethod
+    def update(self, conn: Any, updates: Sequence[Update]) -> None:
+        """Update the given columns of stored anchors."""
+
+    @abstractmethod
+    def upsert_blocks(
+        self, conn: Any, blocks: Sequence[tuple[str, str, int | None, str, int]]
+    ) -> None:
+        """Set activity labels: (session_id, batch_id, turn, label, seq)."""
+
+    @abstractmethod
+    def live_before(self, conn: Any, cutoff_ns: int, limit: int) -> list[dict[str, Any]]:
+        """Live anchors last written before ``cutoff_ns`` (for reaping)."""
+
+    @abstractmethod
+    def bump_turn(self, conn: Any, session_id: str, floor: int) -> int:
+        """Atomically hand out the session's next turn (at least ``floor``)."""
+
+    # --- reads -------------------------------------------------------------------------------
+    @abstractmethod
+    def query(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run a read query written with ``?`` placeholders."""
+
+    def like(self, column: str) -> str:
+        """A case-insensitive substring match of ``column`` against one parameter."""
+        return f"{column} LIKE ? ESCAPE '\\'"

@@ -1,0 +1,83 @@
+"""``Ledger.summary``: a compact plain-text timeline of settled calls for a summarizer prompt."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from tracing.ledger._model import Anchor
+
+_LINE_MAX: Final = 240
+_MARK: Final = {
+    "success": "ok",
+    "error": "error",
+    "cancelled": "cancelled",
+    "abandoned": "abandoned",
+}
+
+
+def _flat(text: str | None) -> str:
+    """One line: whitespace (newlines included) collapsed."""
+    return " ".join((text or "").split())
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def _duration(ms: float | None) -> str:
+    if ms is None:
+        return ""
+    if ms < 1000:
+        return f" {ms:.0f}ms"
+    return f" {ms / 1000:.1f}s"
+
+
+def call_line(call: Anchor) -> str:
+    """One call: ``t2 #14 search_code ok 0.4s: Found 12 results``."""
+    turn = f"t{call['turn']} " if call["turn"] is not None else ""
+    indent = "  " if call["parent_call_id"] else ""
+    mark = _MARK.get(call["status"], call["status"])
+    line = (
+        f"{indent}{turn}#{call['seq']} {_flat(call['tool_name'])} {mark}"
+        f"{_duration(call['duration_ms'])}: {_flat(call['label'])}"
+    )
+    if call["error"] and call["status"] != "success":
+        line += f" ({_flat(call['error'])})"
+    return _cut(line, _LINE_MAX)
+
+
+def render_summary(
+    session_id: str, calls: Sequence[Anchor], *, turn: int | None, max_chars: int
+) -> str:
+    """Header, then one line per settled call in ``seq`` order, within ``max_chars``.
+
+    When everything does not fit, the most recent calls are kept and one line says how many
+    earlier calls were left out.
+    """
+    failed = sum(1 for c in calls if c["status"] != "success")
+    scope = f"session {_flat(session_id)}" + (f", turn {turn}" if turn is not None else "")
+    if not calls:
+        return _cut(f"{scope}: no settled calls.", max(0, max_chars))
+    header = f"{scope}: {len(calls)} settled call{'s' if len(calls) != 1 else ''}" + (
+        f", {failed} not successful." if failed else "."
+    )
+    lines = [call_line(c) for c in calls]
+    budget = max_chars - len(header)
+    if budget <= 0:
+        return _cut(header, max(0, max_chars))
+    total = sum(len(line) + 1 for line in lines)
+    if total <= budget:
+        return "\n".join([header, *lines])
+    kept: list[str] = []
+    used = 0
+    omission_room = len(f"… {len(lines)} earlier calls left out") + 1
+    for line in reversed(lines):
+        if used + len(line) + 1 + omission_room > budget:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    kept.reverse()
+    left_out = len(lines) - len(kept)
+    note = f"… {left_out} earlier call{'s' if left_out != 1 else ''} left out"
+    return _cut("\n".join([header, note, *kept]), max_chars)

@@ -1,0 +1,324 @@
+"""The ledger's one writer thread: drains a bounded queue, applies coalesced batches, retries.
+
+The app's threads only ever ``put`` onto the queue (``Ledger.record``). This thread takes
+everything queued so far (up to ``max_batch_size``), applies it as one transaction (see
+``_plan``), and on failure retries with backoff. A batch that still fails after
+``retry_attempts`` is dropped and counted; the next batch tries again, so writes resume by
+themselves when the database comes back. Errors that are the data's fault (not the
+database's) are isolated by bisection so that one bad write never takes its batch with it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from queue import Empty, SimpleQueue
+from typing import Any
+
+from tracing._status import ABANDONED, frame_label
+from tracing.ledger._config import LedgerOptions
+from tracing.ledger._plan import Activity, TurnFloor, assign, clean_text, monotonic_ns, plan_batch
+from tracing.ledger._store import Store
+
+logger = logging.getLogger("tracing.ledger")
+
+Item = Mapping[str, Any] | Activity | TurnFloor
+
+
+@dataclass(frozen=True, slots=True)
+class Flush:
+    """Queue marker: set ``done`` once everything queued before it is written or dropped."""
+
+    done: threading.Event
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """Queue marker: write what came before, then end the thread."""
+
+
+class Writer:
+    """Owns the write connection; every database write of a ``Ledger`` happens here."""
+
+    def __init__(self, store: Store, options: LedgerOptions, *, reap: bool) -> None:
+        self.store = store
+        self.options = options
+        self.queue: SimpleQueue[Item | Flush | Stop] = SimpleQueue()
+        self.ready = threading.Event()
+        """Set once connected, migrated and reaped (or once the thread gives up at close)."""
+        self.init_error: BaseException | None = None
+        self.abort = threading.Event()
+        """Set by ``close`` when waiting is over: drop what is left instead of retrying."""
+        self.taken = 0
+        self.written = 0
+        self.dropped = 0
+        self.retries = 0
+        self.errors = 0
+        self.invalid = 0
+        self.reaped = 0
+        self.recent_errors: deque[str] = deque(maxlen=20)
+        self._reap = reap
+        self._conn: Any = None
+        self._updated_ns = 0
+        self._failing = False
+        self._warned: set[str] = set()
+        self._bisect_budget = 0
+        self.thread = threading.Thread(
+            target=self._run, name="intentrace-ledger-writer", daemon=True
+        )
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            if not self._init():
+                self._drain_dropping()
+                return
+            while self._step():
+                pass
+        except BaseException as exc:  # a bug: keep the app alive, make it visible
+            self._error("writer", exc, level=logging.ERROR)
+            self._drain_dropping()
+        finally:
+            self.ready.set()
+            self._drop_conn(force=True)
+
+    def _init(self) -> bool:
+        """Connect, migrate and reap, retrying with capped backoff until it works or ``close``."""
+        delay = self.options.retry_backoff_millis / 1000
+        opened_ns = time.time_ns()
+        while True:
+            try:
+                self._ensure_conn()
+                if self._reap and self.options.reap_after_seconds:
+                    self._reap_live(opened_ns - int(self.options.reap_after_seconds * 1e9))
+                elif self._reap and self.options.reap_after_seconds == 0:
+                    self._reap_live(opened_ns)
+                self.init_error = None
+                self.ready.set()
+                if self._failing:
+                    self._failing = False
+                    logger.info("intentrace ledger: %s is reachable again", self.store.describe())
+                return True
+            except Exception as exc:
+                self.init_error = exc
+                self._error("open", exc)
+                self._drop_conn()
+                if self.abort.wait(delay):
+                    return False
+                delay = min(delay * 2, self.options.max_retry_backoff_millis / 1000)
+
+    def _drain_dropping(self) -> None:
+        """The thread is ending without a database: count what is queued as dropped."""
+        while True:
+            try:
+                item = self.queue.get_nowait()
+            except Empty:
+                return
+            if isinstance(item, Flush):
+                item.done.set()
+            elif not isinstance(item, Stop):
+                self.taken += 1
+                self.dropped += 1
+
+    def _step(self) -> bool:
+        """Take one batch off the queue and apply it; False once a Stop marker was seen."""
+        first = self.queue.get()
+        items: list[Item | Flush | Stop] = [first]
+        limit = self.options.max_batch_size
+        get = self.queue.get_nowait
+        count = 0 if isinstance(first, Flush | Stop) else 1
+        while count < limit:
+            try:
+                item = get()
+            except Empty:
+                break
+            items.append(item)
+            if not isinstance(item, Flush | Stop):
+                count += 1
+        segment: list[Item] = []
+        keep_going = True
+        for item in items:
+            if isinstance(item, Flush):
+                self._apply_safely(segment)
+                segment = []
+                item.done.set()
+            elif isinstance(item, Stop):
+                keep_going = False
+            else:
+                segment.append(item)
+        self._apply_safely(segment)
+        return keep_going
+
+    # --- applying ----------------------------------------------------------------------------
+    def _apply_safely(self, items: Sequence[Item]) -> None:
+        if not items:
+            return
+        self.taken += len(items)
+        self._bisect_budget = 64
+        self._apply_with_retry(items)
+
+    def _apply_with_retry(self, items: Sequence[Item]) -> None:
+        delay = self.options.retry_backoff_millis / 1000
+        attempt = 0
+        while True:
+            invalid = 0
+            failure: Exception | None = None
+            transient = True
+            try:
+                self._ensure_conn()
+            except Exception as exc:  # cannot connect: always the database's fault
+                failure = exc
+            else:
+                try:
+                    invalid = self._apply(items)
+                except Exception as exc:
+                    failure = exc
+                    transient = self.store.is_transient(exc)
+            if failure is not None:
+                exc = failure
+                self.errors += 1
+                if not transient:
+                    self._error("data", exc)
+                    self._bisect(items)
+                    return
+                self._error("write", exc)
+                self._drop_conn()
+                if attempt >= self.options.retry_attempts or self.abort.is_set():
+                    self._drop(len(items), "the database kept failing")
+                    return
+                attempt += 1
+                self.retries += 1
+                if self.abort.wait(delay):
+                    self._drop(len(items), "the ledger was closed")
+                    return
+                delay = min(delay * 2, self.options.max_retry_backoff_millis / 1000)
+                continue
+            self.written += len(items) - invalid
+            if invalid:
+                self.invalid += invalid
+                self._drop(invalid, "invalid writes (need tool_call_id, tool_name, a status)")
+            if self._failing:
+                self._failing = False
+                logger.info("intentrace ledger: writes to %s resumed", self.store.describe())
+            return
+
+    def _bisect(self, items: Sequence[Item]) -> None:
+        if len(items) == 1 or self._bisect_budget <= 0:
+            self._drop(len(items), "a write the database refused")
+            return
+        self._bisect_budget -= 1
+        mid = len(items) // 2
+        self._apply_with_retry(items[:mid])
+        self._apply_with_retry(items[mid:])
+
+    def _apply(self, items: Sequence[Item]) -> int:
+        """One transaction for the batch; returns the number of invalid writes skipped."""
+        store, conn = self.store, self._conn
+        ids = list(
+            {
+                cid: None
+                for it in items
+                if not isinstance(it, Activity | TurnFloor)
+                and isinstance(cid := it.get("tool_call_id"), str)
+            }
+        )
+        lock = store.guard()
+        with lock, store.transaction(conn):
+            stored = store.lookup(conn, ids) if ids else {}
+            plan = plan_batch(items, stored, now_ns=time.time_ns(), strip_nul=store.strip_nul)
+            bases = store.allocate(conn, plan.sessions)
+            self._updated_ns = assign(plan, bases, updated_ns=monotonic_ns(self._updated_ns)) - 1
+            store.insert(conn, plan.inserts)
+            store.update(conn, plan.updates)
+            if plan.blocks:
+                blocks = [
+                    (s, b, t, clean_text(label, column="label", strip_nul=store.strip_nul) or "", q)
+                    for s, b, t, label, q in plan.blocks
+                ]
+                store.upsert_blocks(conn, blocks)
+        return plan.invalid
+
+    def _reap_live(self, cutoff_ns: int) -> None:
+        """Settle live anchors not written since ``cutoff_ns`` as ``abandoned``."""
+        lock = self.store.guard()
+        while True:
+            with lock:
+                rows = self.store.live_before(self._conn, cutoff_ns, 1000)
+            if not rows:
+                return
+            writes = [
+                {
+                    "tool_call_id": r["tool_call_id"],
+                    "tool_name": r["tool_name"],
+                    "status": ABANDONED,
+                    "label": frame_label(
+                        tool_name=r["tool_name"],
+                        status=ABANDONED,
+                        intent=r["intent"],
+                        outcome=r["outcome"],
+                    ),
+                }
+                for r in rows
+            ]
+            self._apply(writes)
+            self.reaped += len(writes)
+            logger.info("intentrace ledger: settled %d stale live calls as abandoned", len(writes))
+
+    # --- connection --------------------------------------------------------------------------
+    def _ensure_conn(self) -> None:
+        if self._conn is not None:
+            return
+        conn = self.store.connect(role="writer")
+        try:
+            lock = self.store.guard()
+            with lock:
+                self.store.migrate(conn)
+        except BaseException:
+            self.store.close_connection(conn)
+            raise
+        self._conn = conn
+
+    def _drop_conn(self, *, force: bool = False) -> None:
+        if self._conn is None:
+            return
+        if self.store.shared and not force:
+            return  # an in-memory database lives in its one connection
+        self.store.close_connection(self._conn)
+        self._conn = None
+
+    # --- accounting --------------------------------------------------------------------------
+    def _drop(self, n: int, why: str) -> None:
+        self.dropped += n
+        key = f"drop:{why}"
+        if key not in self._warned:
+            self._warned.add(key)
+            logger.warning(
+                "intentrace ledger: dropped %d write(s): %s (counted in stats())", n, why
+            )
+
+    def _error(self, kind: str, exc: BaseException, *, level: int = logging.WARNING) -> None:
+        text = (
+            f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        )
+        self.recent_errors.append(f"{kind}: {text}")
+        if kind in ("write", "open"):
+            self._failing = True
+        key = f"{kind}:{type(exc).__name__}"
+        if key in self._warned:
+            logger.debug("intentrace ledger %s error: %s", kind, text)
+            return
+        self._warned.add(key)
+        logger.log(
+            level,
+            "intentrace ledger %s error on %s: %s (retrying with backoff)",
+            kind,
+            self.store.describe(),
+            text,
+        )
