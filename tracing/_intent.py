@@ -518,11 +518,13 @@ def apply_outcome(
 
 
 # ESC [ ... final (CSI; also the 8-bit CSI U+009B); ESC ] / P / X / ^ / _ ... terminated by BEL
-# or ESC \ (OSC, DCS, SOS, PM, APC; also their 8-bit forms, ST = U+009C). An unterminated string
-# sequence runs to the end of the text, as in a terminal.
+# or ESC \ (OSC, DCS, SOS, PM, APC; also their 8-bit forms, ST = U+009C). An unterminated ESC
+# string sequence runs to the end of the text, as in a terminal; an unterminated 8-bit one is
+# just a stray control character (UTF-8 terminals ignore 8-bit controls).
 _ESCAPES: Final = re.compile(
     r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?"
-    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c|$)"
+    r"|\x1b[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c|$)"
+    r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
 )
 _C1_OR_ESC: Final = re.compile(r"[\x1b\x90-\x9f]")
 _SURROGATE: Final = re.compile(r"[\ud800-\udfff]")
