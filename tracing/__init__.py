@@ -9,7 +9,7 @@ attribute access, so that the viewer can import ``tracing.ledger`` without OpenT
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracing._intent import (
     INTENT_ARG,
@@ -30,33 +30,74 @@ from tracing._intent import (
 from tracing._status import frame_label, group_header
 from tracing._streaming import IntentStreamReader, StreamingIntent, read_streaming_intent
 
+if TYPE_CHECKING:
+    from tracing._instrument import (
+        ToolCall,
+        activity,
+        current_call,
+        harvest,
+        session,
+        tool,
+        tool_call,
+    )
+    from tracing._options import ConfigError, IntentOptions
+    from tracing._processor import IntentSpanProcessor
+    from tracing._setup import TracingSetup, configure, wrap_provider
+
 __version__ = "0.1.0"
 
 # public name -> module that defines it (OpenTelemetry-importing parts, loaded on first access);
 # each lazy name also gets a ``TYPE_CHECKING`` import so type checkers see it.
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "ConfigError": "tracing._options",
+    "IntentOptions": "tracing._options",
+    "IntentSpanProcessor": "tracing._processor",
+    "ToolCall": "tracing._instrument",
+    "TracingSetup": "tracing._setup",
+    "activity": "tracing._instrument",
+    "configure": "tracing._setup",
+    "current_call": "tracing._instrument",
+    "harvest": "tracing._instrument",
+    "session": "tracing._instrument",
+    "tool": "tracing._instrument",
+    "tool_call": "tracing._instrument",
+    "wrap_provider": "tracing._setup",
+}
 
 __all__ = [
     "INTENT_ARG",
     "INTENT_DESCRIPTION",
     "INTENT_LABEL_MARKER",
+    "ConfigError",
+    "IntentOptions",
     "IntentRegistry",
+    "IntentSpanProcessor",
     "IntentStreamReader",
     "StreamingIntent",
+    "ToolCall",
+    "TracingSetup",
     "__version__",
+    "activity",
     "apply_outcome",
     "can_inject_intent",
+    "configure",
+    "current_call",
     "default_registry",
     "frame_label",
     "group_header",
+    "harvest",
     "has_intent_marker",
     "inject_intent",
     "read_intent",
     "read_streaming_intent",
     "sanitize_label",
+    "session",
     "strip_intent",
+    "tool",
+    "tool_call",
     "with_intent",
     "without_intent",
+    "wrap_provider",
 ]
 
 

@@ -1,0 +1,311 @@
+"""Conventions (GenAI, OpenInference, Traceloop, Langfuse, user-defined), learning intents from
+model spans, and the pure derivation the OTLP receiver reuses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from redaction import RedactionPolicy
+from tracing import IntentRegistry
+from tracing import attributes as A
+from tracing._conventions import (
+    DEFAULT_CONVENTIONS,
+    AttributeConvention,
+    EventView,
+    SpanView,
+    intent_candidate,
+    recognise,
+    requested_calls,
+)
+from tracing._derive import derive_call
+from tracing._intent import read_intent
+from tracing.testing import capture
+
+REGISTRY = IntentRegistry(["search_code", "read_file", "lookup"])
+
+
+class StartNames(SpanProcessor):
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        self.names.append(span.name)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        pass
+
+
+def _end_only(cap: Any, name: str, attrs: dict[str, Any], events: tuple[Any, ...] = ()) -> None:
+    span = cap.tracer.start_span(name)
+    span.set_attributes(attrs)
+    for event_name, event_attrs in events:
+        span.add_event(event_name, event_attrs)
+    span.end()
+
+
+@pytest.mark.parametrize(
+    "input_value",
+    [
+        '{"intent": "Searching for MCP wiring", "query": "mcp"}',
+        '{"kwargs": {"intent": "Searching for MCP wiring", "query": "mcp"}}',
+        '{"args": [], "kwargs": {"intent": "Searching for MCP wiring", "query": "mcp"}}',
+    ],
+)
+def test_openinference_tool_span_attributes_only_at_end(input_value: str) -> None:
+    with capture(registry=REGISTRY) as cap:
+        _end_only(
+            cap,
+            "search_code",
+            {
+                A.OPENINFERENCE_SPAN_KIND: "TOOL",
+                A.OI_TOOL_NAME: "search_code",
+                A.OI_INPUT_VALUE: input_value,
+                A.OI_OUTPUT_VALUE: '{"outcome": "Found the MCP wiring"}',
+                A.SESSION_ID_KEY: "s-oi",
+            },
+        )
+        (span,) = cap.dicts()
+        (anchor,) = cap.anchors().values()
+    assert span["name"] == "Found the MCP wiring"
+    assert span["attributes"][A.INTENT] == "Searching for MCP wiring"
+    assert span["attributes"][A.CONVENTION] == "openinference"
+    assert anchor["session_id"] == "s-oi"
+    assert json.loads(anchor["args"]) == {"query": "mcp"}
+
+
+def test_traceloop_truncated_input() -> None:
+    full = json.dumps({"args": [], "kwargs": {"intent": "Reading the router", "path": "x" * 500}})
+    with capture(registry=REGISTRY) as cap:
+        _end_only(
+            cap,
+            "read_file.tool",
+            {
+                A.TRACELOOP_SPAN_KIND: "tool",
+                A.TRACELOOP_ENTITY_NAME: "read_file",
+                A.TRACELOOP_ENTITY_INPUT: full[:120],  # truncated by the instrumentation
+                A.TRACELOOP_SESSION_ID: "s-tl",
+            },
+        )
+        (span,) = cap.dicts()
+        (anchor,) = cap.anchors().values()
+    assert span["name"] == "Reading the router"
+    assert anchor["tool_name"] == "read_file" and anchor["session_id"] == "s-tl"
+
+
+def test_langfuse_observe_tool_with_positional_intent() -> None:
+    with capture(registry=REGISTRY) as cap:
+        _end_only(
+            cap,
+            "lookup",
+            {
+                A.LANGFUSE_OBSERVATION_TYPE: "tool",
+                A.LANGFUSE_OBSERVATION_INPUT: json.dumps(
+                    {"args": ["Looking up the customer", "cust-1"], "kwargs": {}}
+                ),
+                A.LANGFUSE_OBSERVATION_OUTPUT: '"ok"',
+            },
+        )
+        (span,) = cap.dicts()
+    assert span["name"] == "Looking up the customer"
+    assert span["attributes"][A.CONVENTION] == "langfuse"
+
+
+def test_genai_args_and_result_in_events() -> None:
+    with capture(registry=REGISTRY) as cap:
+        _end_only(
+            cap,
+            "execute_tool read_file",
+            {A.GEN_AI_OPERATION_NAME: "execute_tool"},
+            events=(
+                (A.GEN_AI_TOOL_MESSAGE_EVENT, {"content": '{"intent": "Reading setup.py"}'}),
+                (A.GEN_AI_CHOICE_EVENT, {"message": '{"outcome": "Read setup.py"}'}),
+            ),
+        )
+        (span,) = cap.dicts()
+    assert span["attributes"][A.TOOL_NAME] == "read_file"
+    assert span["name"] == "Read setup.py"
+
+
+def test_user_convention_first() -> None:
+    mine = AttributeConvention(
+        name="acme",
+        match=lambda name, attrs: attrs.get("acme.kind") == "tool",
+        tool_name_keys=("acme.tool",),
+        args_keys=("acme.args",),
+        result_keys=("acme.result",),
+    )
+    secret = "sk-live-0123456789abcdefghijklmnopqrstuv"
+    cap = capture(registry=REGISTRY)
+    cap.processor._conventions = (mine, *DEFAULT_CONVENTIONS)  # pyright: ignore[reportPrivateUsage]
+    with cap:
+        _end_only(
+            cap,
+            "acme span",
+            {
+                "acme.kind": "tool",
+                "acme.tool": "lookup",
+                "acme.args": json.dumps({"intent": "Looking up Ada", "key": secret}),
+                "acme.result": secret,
+            },
+        )
+        (span,) = cap.dicts()
+    assert span["name"] == "Looking up Ada"
+    assert span["attributes"][A.CONVENTION] == "acme"
+    assert secret not in json.dumps(span)
+
+
+def _oi_llm_attrs(calls: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
+    attrs: dict[str, Any] = {A.OPENINFERENCE_SPAN_KIND: "LLM"}
+    for j, (call_id, name, args) in enumerate(calls):
+        prefix = f"llm.output_messages.0.message.tool_calls.{j}.tool_call."
+        attrs[prefix + "id"] = call_id
+        attrs[prefix + "function.name"] = name
+        attrs[prefix + "function.arguments"] = json.dumps(args)
+    return attrs
+
+
+def test_learned_from_openinference_model_span_names_tool_spans_at_start() -> None:
+    probe = StartNames()
+    with capture(registry=REGISTRY, processors=[probe]) as cap:
+        with cap.tracer.start_as_current_span("agent"):
+            _end_only(
+                cap,
+                "ChatModel",
+                _oi_llm_attrs(
+                    [
+                        ("c1", "search_code", {"intent": "Searching for OAuth", "q": "oauth"}),
+                        ("c2", "search_code", {"intent": "Searching for MCP", "q": "mcp"}),
+                    ]
+                ),
+            )
+            for query, intent in (("oauth", "Searching for OAuth"), ("mcp", "Searching for MCP")):
+                _end_only(
+                    cap,
+                    "search_code",
+                    {
+                        A.OPENINFERENCE_SPAN_KIND: "TOOL",
+                        A.OI_TOOL_NAME: "search_code",
+                        A.OI_INPUT_VALUE: json.dumps({"intent": intent, "q": query}),
+                    },
+                )
+        names = [s["name"] for s in cap.dicts()]
+        anchors = cap.anchors()
+        stats = cap.processor.stats()
+    assert probe.names[2:] == ["Searching for OAuth", "Searching for MCP"]  # named at start
+    assert names[1:3] == ["Searching for OAuth", "Searching for MCP"]
+    assert set(anchors) == {"c1", "c2"}  # the provider's call ids
+    assert stats["learned_calls"] == 2 and stats["learned_matched"] == 2
+
+
+def test_learned_from_genai_output_messages_matched_by_call_id() -> None:
+    probe = StartNames()
+    messages = [
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "text", "content": "let me look"},
+                {
+                    "type": "tool_call",
+                    "id": "a",
+                    "name": "read_file",
+                    "arguments": {"intent": "Reading A"},
+                },
+                {
+                    "type": "tool_call",
+                    "id": "b",
+                    "name": "read_file",
+                    "arguments": {"intent": "Reading B"},
+                },
+            ],
+        }
+    ]
+    with capture(registry=REGISTRY, processors=[probe]) as cap:
+        with cap.tracer.start_as_current_span("agent"):
+            _end_only(cap, "chat gpt", {A.GEN_AI_OUTPUT_MESSAGES: json.dumps(messages)})
+            for call_id in ("b", "a"):  # started in the other order: matched by id
+                span = cap.tracer.start_span(
+                    "execute_tool read_file",
+                    attributes={
+                        A.GEN_AI_OPERATION_NAME: "execute_tool",
+                        A.GEN_AI_TOOL_NAME: "read_file",
+                        A.GEN_AI_TOOL_CALL_ID: call_id,
+                    },
+                )
+                span.end()
+        names = [s["name"] for s in cap.dicts()]
+    assert probe.names[2:] == ["Reading B", "Reading A"]
+    assert names[1:3] == ["Reading B", "Reading A"]
+
+
+def test_learned_intent_behind_the_gate_only() -> None:
+    probe = StartNames()
+    with capture(registry=IntentRegistry(), processors=[probe]) as cap:
+        _end_only(cap, "ChatModel", _oi_llm_attrs([("c1", "crm", {"intent": "purchase"})]))
+        _end_only(cap, "crm", {A.OPENINFERENCE_SPAN_KIND: "TOOL", A.OI_INPUT_VALUE: "{}"})
+        names = [s["name"] for s in cap.dicts()]
+    assert names == ["ChatModel", "crm"]
+
+
+def test_requested_calls_forms() -> None:
+    attrs = _oi_llm_attrs([("x", "t1", {"intent": "A"}), ("y", "t2", {})])
+    calls = requested_calls(attrs)
+    assert [(c.tool_name, c.call_id) for c in calls] == [("t1", "x"), ("t2", "y")]
+    assert requested_calls({A.GEN_AI_OUTPUT_MESSAGES: "not json"}) == []
+
+
+def test_intent_read_from_a_prefix_of_large_args() -> None:
+    big = json.dumps({"intent": "Uploading the dataset", "blob": "x" * 400_000})
+    assert intent_candidate(big, read=read_intent) == "Uploading the dataset"
+    # the intent not first: not in the prefix, found by the full parse at settle
+    late = json.dumps({"blob": "x" * 400_000, "intent": "Uploading late"})
+    assert intent_candidate(late, read=read_intent) is None
+    with capture(registry=REGISTRY) as cap:
+        _end_only(
+            cap,
+            "execute_tool lookup",
+            {A.GEN_AI_OPERATION_NAME: "execute_tool", A.GEN_AI_TOOL_CALL_ARGUMENTS: late},
+        )
+        (span,) = cap.dicts()
+    assert span["name"] == "Uploading late"
+
+
+def test_derive_call_on_a_plain_view_is_what_the_receiver_uses() -> None:
+    view = SpanView(
+        name="execute_tool search_code",
+        attributes={
+            A.GEN_AI_OPERATION_NAME: "execute_tool",
+            A.GEN_AI_TOOL_NAME: "search_code",
+            A.GEN_AI_TOOL_CALL_ID: "call_9",
+            A.GEN_AI_TOOL_CALL_ARGUMENTS: '{"intent": "Searching for OAuth", "q": "o"}',
+            A.LABEL_BEARING: True,
+            A.GEN_AI_CONVERSATION_ID: "conv-1",
+        },
+        events=(EventView("exception", {"exception.message": "timeout talking to index"}),),
+        status_code=2,
+        status_message="TimeoutError: timeout talking to index",
+        trace_id="ab" * 16,
+        span_id="cd" * 8,
+        parent_span_id="ef" * 8,
+        start_ns=1_000,
+        end_ns=3_000_000,
+    )
+    assert recognise(view) is not None
+    derived = derive_call(view, policy=RedactionPolicy.default())  # no registry: the flag
+    assert derived is not None
+    assert derived.name == "Searching for OAuth · failed"
+    anchor = derived.anchor
+    assert anchor["tool_call_id"] == "call_9"
+    assert anchor["status"] == "error"
+    assert anchor.get("batch_id") == "ef" * 8
+    assert anchor.get("session_id") == "conv-1"
+    assert anchor.get("error") == "TimeoutError: timeout talking to index"
+    assert json.loads(str(anchor.get("args"))) == {"q": "o"}
+    assert (
+        derive_call(SpanView(name="db query", attributes={}), policy=RedactionPolicy.default())
+        is None
+    )
