@@ -13,12 +13,13 @@ gives None for good. Never raises.
 
 from __future__ import annotations
 
-import codecs
 import logging
 import re
 import threading
+from codecs import utf_8_decode as _utf8_decode
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 _log = logging.getLogger("tracing.intent")
 
@@ -35,6 +36,13 @@ _DONE: Final = 6  # the intent is complete
 _DEAD: Final = 7  # no intent to read: reordered keys, a non-string value, garbage
 
 _WS: Final = re.compile(r"[ \t\n\r]*")
+# `{"intent": "` with JSON white space anywhere, and every prefix of it.
+_PREAMBLE: Final = re.compile(r'[ \t\n\r]*\{[ \t\n\r]*"intent"[ \t\n\r]*:[ \t\n\r]*"')
+_PREAMBLE_PREFIX: Final = re.compile(
+    r'[ \t\n\r]*(?:\{[ \t\n\r]*(?:"(?:i(?:n(?:t(?:e(?:n(?:t'
+    r'(?:"[ \t\n\r]*(?::[ \t\n\r]*)?)?)?)?)?)?)?)?)?)?'
+)
+_HEAD_LIMIT: Final = 64
 _SPECIAL: Final = re.compile(r'["\\]')
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
 _SIMPLE_ESCAPES: Final = {
@@ -50,7 +58,7 @@ _SIMPLE_ESCAPES: Final = {
 _REPLACEMENT: Final = "\ufffd"
 """Stands in for a lone surrogate escape: a lone surrogate would break every UTF-8 encoder
 downstream (OTLP drops the whole batch)."""
-_BYTES_SLICE: Final = 1 << 16
+_BYTES_SLICE: Final = 1 << 14
 
 _errors_lock = threading.Lock()
 _errors: dict[str, int] = {}
@@ -81,6 +89,21 @@ class StreamingIntent:
     """Whether the closing quote has arrived: ``text`` is final."""
 
 
+_new_object = object.__new__
+_slots: dict[str, Any] = dict(StreamingIntent.__dict__)
+_set_text: Callable[[StreamingIntent, str], None] = _slots["text"].__set__
+_set_complete: Callable[[StreamingIntent, bool], None] = _slots["complete"].__set__
+
+
+def _result(text: str, complete: bool) -> StreamingIntent:
+    """``StreamingIntent(text, complete)`` at half the cost: the frozen dataclass's generated
+    ``__init__`` is the largest single cost of a ``feed`` (measured in bench/streaming.py)."""
+    result = _new_object(StreamingIntent)
+    _set_text(result, text)
+    _set_complete(result, complete)
+    return result
+
+
 class _Garbage(Exception):
     """The input cannot be tool-call arguments with the intent first."""
 
@@ -105,14 +128,15 @@ class IntentStreamReader:
                 break  # nothing more to learn from this call's arguments
     """
 
-    __slots__ = ("_decoder", "_key", "_pending", "_state", "_text", "result")
+    __slots__ = ("_head", "_key", "_pending", "_state", "_tail", "_text", "result")
 
     def __init__(self) -> None:
         self._state = _START
         self._pending = ""  # an escape cut at the end of the previous chunk
+        self._tail = b""  # a UTF-8 sequence cut at the end of the previous byte chunk
+        self._head = ""  # the preamble so far, while it is still a prefix of `{"intent":"`
         self._key = ""
         self._text = ""
-        self._decoder: codecs.IncrementalDecoder | None = None
         self.result: StreamingIntent | None = None
         """The latest result (what the last ``feed`` returned)."""
 
@@ -131,16 +155,43 @@ class IntentStreamReader:
         if self._state >= _DONE:
             return self.result
         try:
-            if isinstance(chunk, str):
-                self._run(chunk)
-            else:
-                if self._decoder is None:
-                    self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
-                data = bytes(chunk)
-                for start in range(0, len(data), _BYTES_SLICE):
-                    self._run(self._decoder.decode(data[start : start + _BYTES_SLICE]))
-                    if self._state >= _DONE:
-                        break
+            if not isinstance(chunk, str):
+                if len(chunk) > _BYTES_SLICE:  # decode no more than the intent needs
+                    for start in range(0, len(chunk), _BYTES_SLICE):
+                        self.feed(chunk[start : start + _BYTES_SLICE])
+                        if self._state >= _DONE:
+                            break
+                    return self.result
+                if self._tail:
+                    chunk = self._tail + chunk
+                text, used = _utf8_decode(chunk, "replace", False)
+                self._tail = bytes(chunk[used:]) if used < len(chunk) else b""
+                chunk = text
+            if self._state == _START:
+                # Until the preamble is complete, keep it (a few characters) and match it
+                # whole: cheaper than the char machine for small chunks.
+                head = self._head + chunk
+                if (
+                    _PREAMBLE.match(head) is None
+                    and len(head) <= _HEAD_LIMIT
+                    and _PREAMBLE_PREFIX.fullmatch(head)
+                ):
+                    self._head = head
+                    return self.result
+                self._head = ""
+                chunk = head  # the char machine decides (escaped key, garbage, reordering)
+            # The hot path: more intent text with nothing special in it.
+            if (
+                self._state == _IN_VALUE
+                and not self._pending
+                and '"' not in chunk
+                and "\\" not in chunk
+            ):
+                if chunk:
+                    self._text += chunk
+                    self.result = _result(self._text, False)
+                return self.result
+            self._run(chunk)
         except _Garbage:
             self._die()
         except Exception as exc:  # a bug: degrade to "no intent", count it, never raise
@@ -158,6 +209,12 @@ class IntentStreamReader:
             chunk = self._pending + chunk
             self._pending = ""
         pos = 0
+        if self._state == _START:  # the whole preamble in one chunk: skip the char machine
+            m = _PREAMBLE.match(chunk)
+            if m is not None:
+                pos = m.end()
+                self._state = _IN_VALUE
+                self.result = _result("", False)
         end = len(chunk)
         while pos < end:
             state = self._state
@@ -167,10 +224,10 @@ class IntentStreamReader:
                     self._text += piece
                 if closed:
                     self._state = _DONE
-                    self.result = StreamingIntent(self._text, True)
+                    self.result = _result(self._text, True)
                     return
                 if piece:
-                    self.result = StreamingIntent(self._text, False)
+                    self.result = _result(self._text, False)
                 continue
             if state == _IN_KEY:
                 piece, pos, closed = self._string(chunk, pos)
@@ -196,7 +253,7 @@ class IntentStreamReader:
                 self._state = _VALUE_START
             elif state == _VALUE_START and char == '"':
                 self._state = _IN_VALUE
-                self.result = StreamingIntent("", False)
+                self.result = _result("", False)
             else:
                 raise _Garbage
 

@@ -213,3 +213,29 @@ def test_every_prefix_is_a_prefix_of_the_final_text(case: tuple[str, str], cut: 
         assert intent.startswith(result.text)
         if result.complete:
             assert result.text == intent
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        " " * 200 + '{"intent":"x"}',  # more white space than the preamble buffer holds
+        "{" + "\n" * 100 + '"intent"' + "\t" * 70 + ":" + " " * 90 + '"x"',
+        '{"\\u0069ntent": "x"}',
+    ],
+)
+@pytest.mark.parametrize("size", [1, 7, 1000])
+def test_long_or_escaped_preamble(text: str, size: int) -> None:
+    reader = IntentStreamReader()
+    for i in range(0, len(text), size):
+        reader.feed(text[i : i + size])
+    assert reader.result == S("x", True)
+
+
+def test_one_huge_byte_chunk() -> None:
+    data = json.dumps(
+        {"intent": "Reading é", "content": "é" * 300_000}, ensure_ascii=False
+    ).encode()
+    assert read_streaming_intent(data) == S("Reading é", True)
+    cut = data[:100_001]  # may end inside a UTF-8 sequence
+    assert read_streaming_intent(cut) == S("Reading é", True)
+    assert read_streaming_intent(b" " * 100_000 + data) == S("Reading é", True)
