@@ -84,18 +84,19 @@ Validator = Callable[[str, "re.Match[str]"], bool]
 
 @dataclass(frozen=True)
 class ValueRule:
-    """One value pattern. ``literals``: substrings one of which must occur (``None``: always run);
-    ``lower``: match ``literals`` against the lower-cased string; ``secret``: regex group that is
+    """One value pattern. ``literals``: substrings one of which must occur in the lower-cased
+    text (``None``: always run, or a digit run for DIGIT_RULES); ``secret``: regex group that is
     the secret (default: the whole match); ``validator``: extra check on the secret text."""
 
     name: str
     regex: re.Pattern[str]
     literals: tuple[str, ...] | None
-    lower: bool = False
     secret: str | None = None
     validator: Validator | None = None
     optional: bool = False
     """Off unless enabled (emails, phone numbers)."""
+    requires: str = ""
+    """Characters one of which must also occur in the string (``:=`` for assignments)."""
     description: str = field(default="", compare=False)
 
 
@@ -192,7 +193,6 @@ VALUE_RULES: Final[tuple[ValueRule, ...]] = (
         "bearer",
         _r(r"(?i:\bbearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"),
         ("bearer",),
-        lower=True,
         secret="secret",
         validator=_bearer_ok,
         description="`Bearer <token>` (the token)",
@@ -201,7 +201,6 @@ VALUE_RULES: Final[tuple[ValueRule, ...]] = (
         "basic_auth",
         _r(r"(?i:\bbasic)\s+(?P<secret>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"),
         ("basic",),
-        lower=True,
         secret="secret",
         validator=_basic_ok,
         description="`Basic <base64 user:password>` (decoded and checked for `:`)",
@@ -311,9 +310,9 @@ VALUE_RULES: Final[tuple[ValueRule, ...]] = (
             *("pass", "pwd", "secret", "token", "auth", "key", "cookie", "cred", "pin"),
             *("otp", "ssn", "cvv", "cvc"),
         ),
-        lower=True,
         secret="secret",
         validator=_assignment_ok,
+        requires=":=",
         description="`<sensitive key>=value` / `<sensitive key>: value` inside text "
         "(the key is judged by the key-name rule)",
     ),

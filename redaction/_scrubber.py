@@ -104,14 +104,30 @@ class ScrubOptions:
 
 
 _KEY_SAFE_TYPES = (bool, type(None))
+_FAST_SCALARS: Final = frozenset({float, bool, type(None)})
+_BIG_INT: Final = 10**12
+"""Integers this large are checked as text (card numbers)."""
 _PASS_TYPES = (bool, int, float, type(None), datetime, date, time, timedelta, UUID, Decimal)
 _PATH_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _join(path: str, key: str) -> str:
-    if _PATH_KEY.fullmatch(key):
-        return f"{path}.{key}"
-    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+def render_path(path: Any) -> str:
+    """A path under construction, ``(("$", "a"), 0)``, as text: ``$.a[0]``.
+
+    Paths are nested tuples while walking and rendered only when a removal is recorded."""
+    parts: list[str | int] = []
+    while isinstance(path, tuple):
+        path, part = cast("tuple[Any, str | int]", path)
+        parts.append(part)
+    out = [cast(str, path)]
+    for part in reversed(parts):
+        if isinstance(part, int):
+            out.append(f"[{part}]")
+        elif _PATH_KEY.fullmatch(part):
+            out.append(f".{part}")
+        else:
+            out.append(f"[{json.dumps(part, ensure_ascii=False)}]")
+    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -119,10 +135,11 @@ class _Rule:
     name: str
     regex: re.Pattern[str]
     literals: tuple[str, ...] | None
-    lower: bool
     digits: bool
     secret: str | None
     validator: Any
+    requires: str = ""
+    """Characters one of which must occur (cheap extra prefilter)."""
 
 
 class Scrubber:
@@ -162,9 +179,9 @@ class Scrubber:
             if compiled.search("") is not None:
                 raise PolicyError(source, entry, "regex matches the empty string")
             lits = tuple(p.literals) or None
-            rules.append(_Rule(p.name, compiled, lits, False, False, None, None))
+            rules.append(_Rule(p.name, compiled, lits, False, None, None))
         self._rules: tuple[_Rule, ...] = tuple(rules)
-        self._any_digit_rule = any(r.digits for r in rules)
+        self._build_prefilter()
         key_source = KEY_RULE_SOURCE
         for i, k in enumerate(options.keys):
             try:
@@ -177,6 +194,8 @@ class Scrubber:
             key_source += "|(?P<custom>" + "|".join(f"(?:{k})" for k in options.keys) + ")"
         self._key_rule = re.compile(key_source)
         self._key_cache: dict[str, str | None] = {}
+        self.clean_keys: set[str] = set()
+        """Mapping keys already found to hold nothing to remove (bounded)."""
         cats = [*KEY_CATEGORIES, "custom"]
         reasons = sorted(names | {f"key:{c}" for c in cats}, key=len, reverse=True)
         self._placeholder = re.compile(
@@ -228,28 +247,24 @@ class Scrubber:
 
     def find(self, s: str) -> list[tuple[int, int, str]]:
         """Spans ``(start, end, rule)`` to replace in ``s`` (merged, outside placeholders)."""
+        rules = self._rules
+        # Prefilter: one search for every rule's literals (a trie-shaped alternation over the
+        # lower-cased text, so the regex engine skips to candidate first characters), one for
+        # a digit run; only the rules whose literal occurs run their own regex.
+        lower = s.lower()
+        hits = self._trigger.findall(lower) if self._trigger is not None else []
+        todo: set[int] = set(self._always)
+        for lit in hits:
+            todo.update(self._by_literal[lit])
+        if self._digit_rules and DIGIT_RUN.search(s) is not None:
+            todo.update(self._digit_rules)
+        if not todo:
+            return []
         spans: list[tuple[int, int, str]] = []
-        lower: str | None = None
-        digits: bool | None = None
-        for rule in self._rules:
-            lits = rule.literals
-            if lits is not None:
-                if rule.lower:
-                    if lower is None:
-                        lower = s.lower()
-                    hay = lower
-                else:
-                    hay = s
-                for lit in lits:
-                    if lit in hay:
-                        break
-                else:
-                    continue
-            elif rule.digits:
-                if digits is None:
-                    digits = DIGIT_RUN.search(s) is not None
-                if not digits:
-                    continue
+        for idx in sorted(todo):
+            rule = rules[idx]
+            if rule.requires and not any(c in s for c in rule.requires):
+                continue
             validator = rule.validator
             for m in rule.regex.finditer(s):
                 if validator is not None and not validator(s, m):
@@ -275,9 +290,54 @@ class Scrubber:
                 merged.append((a, b, name))
         return merged
 
+    def _build_prefilter(self) -> None:
+        by_literal: dict[str, set[int]] = {}
+        always: list[int] = []
+        digit_rules: list[int] = []
+        for idx, rule in enumerate(self._rules):
+            if rule.literals is None:
+                (digit_rules if rule.digits else always).append(idx)
+                continue
+            for lit in rule.literals:
+                by_literal.setdefault(lit.lower(), set()).add(idx)
+        # findall does not report overlapping occurrences: a found literal may hide another
+        # that it contains or that starts inside it. Fold such literals' rules into it.
+        for lit, idxs in by_literal.items():
+            for other, oidx in by_literal.items():
+                if other != lit and (
+                    other in lit or any(other.startswith(lit[k:]) for k in range(1, len(lit)))
+                ):
+                    idxs.update(oidx)
+        self._by_literal = {k: frozenset(v) for k, v in by_literal.items()}
+        self._always = tuple(always)
+        self._digit_rules = tuple(digit_rules)
+        self._trigger = re.compile(_trie_regex(list(by_literal))) if by_literal else None
+
+
+def _trie_regex(words: list[str]) -> str:
+    """An alternation of ``words`` shaped as a trie (``s(?:k\\-|ecret)``), longest first."""
+    trie: dict[str, Any] = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict[str, Any]) -> str:
+        ends = "" in node
+        alts = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if ends else body
+
+    return emit(trie)
+
 
 def _from_builtin(r: ValueRule) -> _Rule:
-    return _Rule(r.name, r.regex, r.literals, r.lower, r.name in DIGIT_RULES, r.secret, r.validator)
+    return _Rule(
+        r.name, r.regex, r.literals, r.name in DIGIT_RULES, r.secret, r.validator, r.requires
+    )
 
 
 _NOT_JSON: Final = object()
@@ -297,25 +357,42 @@ class _Walker:
         self.max_nodes = o.max_nodes
         self.max_string = o.max_string_chars
 
-    def _cut(self, path: str, reason: str) -> str:
-        self.trail.append(TrailEntry(path, reason))
+    def _cut(self, path: Any, reason: str) -> str:
+        self.trail.append(TrailEntry(render_path(path), reason))
         return placeholder(reason)
 
-    def walk(self, v: Any, path: str, depth: int) -> Any:
+    def walk(self, v: Any, path: Any, depth: int) -> Any:
         self.nodes += 1
         if self.nodes > self.max_nodes:
             return self._cut(path, "size")
-        if isinstance(v, str):
+        t = cast("type[object]", type(v))
+        if t is str:
             return self.text(v, path, depth)
+        if t is int and not -_BIG_INT < v < _BIG_INT:
+            # a card number can travel as a JSON number
+            text = str(v)
+            before = len(self.trail)
+            new = self._replace(text, path)
+            return v if len(self.trail) == before else new
         if isinstance(v, _PASS_TYPES):
             return v
+        if isinstance(v, str):  # a str subclass
+            return self.text(str(v), path, depth)
         if depth >= self.max_depth:
             return self._cut(path, "depth")
         if isinstance(v, Mapping):
             return self._mapping(cast("Mapping[Any, Any]", v), path, depth)
         if isinstance(v, list | tuple):
             items = cast("list[Any] | tuple[Any, ...]", v)
-            out = [self.walk(x, f"{path}[{i}]", depth + 1) for i, x in enumerate(items)]
+            out: list[Any] = []
+            append = out.append
+            for i, x in enumerate(items):
+                tx = cast("type[object]", type(x))
+                if tx in _FAST_SCALARS or (tx is int and -_BIG_INT < x < _BIG_INT):
+                    self.nodes += 1  # fast path: numbers, booleans and null carry no secret
+                    append(x)
+                else:
+                    append(self.walk(x, (path, i), depth + 1))
             return tuple(out) if isinstance(v, tuple) else out
         if isinstance(v, bytes | bytearray):
             raw = bytes(v)
@@ -330,16 +407,16 @@ class _Walker:
         # Anything else (objects, sets, enums): scrub its text form; never pass it raw.
         if isinstance(v, set | frozenset):
             items2 = sorted(cast("set[Any]", v), key=repr)
-            return [self.walk(x, f"{path}[{i}]", depth + 1) for i, x in enumerate(items2)]
+            return [self.walk(x, (path, i), depth + 1) for i, x in enumerate(items2)]
         return self.text(str(v), path, depth)
 
-    def _mapping(self, v: Mapping[Any, Any], path: str, depth: int) -> dict[Any, Any]:
+    def _mapping(self, v: Mapping[Any, Any], path: Any, depth: int) -> dict[Any, Any]:
         s = self.s
         out: dict[Any, Any] = {}
         for k, x in v.items():
             if isinstance(k, str):
                 key = self._key_text(k, path)
-                kp = _join(path, key)
+                kp = (path, key)
                 cat = s.key_category(k)
                 if cat is not None and not (
                     isinstance(x, _KEY_SAFE_TYPES)
@@ -351,15 +428,22 @@ class _Walker:
                     continue
                 out[key] = self.walk(x, kp, depth + 1)
             else:
-                out[k] = self.walk(x, f"{path}[{k!r}]", depth + 1)
+                out[k] = self.walk(x, (path, repr(k)), depth + 1)
         return out
 
-    def _key_text(self, k: str, path: str) -> str:
+    def _key_text(self, k: str, path: Any) -> str:
+        clean = self.s.clean_keys
+        if k in clean or not k:
+            return k
         if len(k) > self.max_string:
             return self._cut(path, "size")
-        return self._replace(k, path) if k else k
+        before = len(self.trail)
+        out = self._replace(k, path)
+        if len(self.trail) == before and len(clean) < 16384 and len(k) <= 256:
+            clean.add(k)  # keys repeat: remember the ones with nothing to remove
+        return out
 
-    def text(self, s: str, path: str, depth: int) -> str:
+    def text(self, s: str, path: Any, depth: int) -> str:
         if len(s) > self.max_string:
             return self._cut(path, "size")
         if s[:1] in ("{", "[") or (s[:1].isspace() and s.lstrip()[:1] in ("{", "[")):
@@ -380,7 +464,7 @@ class _Walker:
                     return self._cut(path, "error")
         return self._replace(s, path)
 
-    def _replace(self, s: str, path: str) -> str:
+    def _replace(self, s: str, path: Any) -> str:
         spans = self.s.find(s)
         if not spans:
             return s
@@ -389,7 +473,7 @@ class _Walker:
         for a, b, name in spans:
             parts.append(s[pos:a])
             parts.append(placeholder(name))
-            self.trail.append(TrailEntry(path, name))
+            self.trail.append(TrailEntry(render_path(path), name))
             pos = b
         parts.append(s[pos:])
         return "".join(parts)
