@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,17 +39,21 @@ class LedgerOptions:
     reap_after_seconds: float | None = 3_600.0
     """On open, live anchors not written for this long are settled as ``abandoned``.
 
-    ``None`` (or ``False``) turns reaping off. A crashed process leaves its in-flight anchors
+    ``0`` reaps every live anchor written before the open; ``None`` (or ``False``) turns
+    reaping off. A crashed process leaves its in-flight anchors
     behind; the next open settles them so that nothing shimmers forever.
     """
     sqlite_cache_mib: int = 64
     """SQLite page cache of the writer connection (bounded memory; keeps the id index hot)."""
     open_wait_seconds: float = 5.0
-    """How long ``open_ledger`` waits for the database to be ready before returning anyway
-    (the writer keeps retrying in the background and ``record`` keeps queueing)."""
+    """How long ``open_ledger`` waits for the first try at connecting and migrating. When the
+    database is unreachable it returns anyway: the writer keeps retrying in the background and
+    ``record`` keeps queueing."""
 
 
 Backend = Literal["sqlite", "postgresql"]
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")  # ``word:`` (not a ``C:`` drive letter)
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,11 @@ def parse_ledger_url(url: str | None) -> LedgerURL:
     if not text:
         text = default_ledger_url()
     scheme, sep, rest = text.partition("://")
+    if not sep and _SCHEME.match(text):
+        raise LedgerError(
+            f"unsupported ledger URL {text!r}: use sqlite:///path.db, sqlite:///:memory: "
+            "or postgresql://user@host/db"
+        )
     if not sep:
         # A bare path is a SQLite file (``--ledger ./agent.db``).
         if text == ":memory:":

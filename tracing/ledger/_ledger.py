@@ -121,7 +121,7 @@ class Ledger:
         self._queue = writer.queue
         self._max_queue = max(1, options.max_queue_size)
         writer.start()
-        writer.ready.wait(options.open_wait_seconds)
+        writer.first_attempt.wait(options.open_wait_seconds)
         error = writer.init_error
         if (
             error is not None

@@ -100,7 +100,10 @@ class AnchorWrite(TypedDict):
     ``seq``/``settle_seq``/``updated_ns`` are assigned by the ledger, never by writers. A
     write for an id already present updates it in place (idempotent upsert): fields absent
     from the write keep their stored value; a settled status is never overwritten by a live one
-    (a late or replayed in-flight write cannot un-settle a call).
+    (a late or replayed in-flight write cannot un-settle a call: it only fills columns still
+    NULL, never ``label``/``intent``/``outcome``). Repeated settles: the last one wins,
+    ``settle_seq`` keeps the first. ``label`` absent: resolved with ``frame_label`` from the
+    stored fields. A write that changes nothing writes nothing (``updated_ns`` stays).
     """
 
     tool_call_id: str

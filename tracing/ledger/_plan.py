@@ -8,7 +8,7 @@ transaction), then ``plan_batch`` replays the batch's writes in arrival order on
 * a stored call becomes one UPDATE of the columns whose value changes (none: no write at all,
   so a replayed write is free and never duplicates);
 * a settled status is never overwritten by a live one: a live write for a settled call only fills
-  columns that are still NULL;
+  columns that are still NULL, other than the label and its inputs (intent, outcome);
 * ``seq`` (first write, or a move to another session) and ``settle_seq`` (first settle) come from
   the session's counter in event order; the store hands out the ranges, ``assign`` fills them in.
 """
@@ -34,6 +34,7 @@ NOT_LOADED: Final = object()
 
 _STATUSES: Final = frozenset(STATUSES)
 _LABEL_INPUTS: Final = frozenset({"status", "intent", "outcome", "tool_name"})
+_SETTLED_FINAL: Final = _LABEL_INPUTS | {"label"}
 _TEXT_COLUMNS: Final = frozenset(c for c, t in COLUMN_TYPES.items() if t == "text")
 _INT_COLUMNS: Final = frozenset(c for c, t in COLUMN_TYPES.items() if t == "integer")
 _JSON_COLUMNS: Final = frozenset({"args", "result", "redaction"})
@@ -76,6 +77,8 @@ class _Call:
     label_fresh: bool
     settle_pending: bool = False
     start_defaulted: bool = False
+    seq_slots: int = 0
+    """How many ``seq`` slots the call took in this batch (it moved session): the last wins."""
 
 
 @dataclass(slots=True)
@@ -95,7 +98,7 @@ class BatchPlan:
     calls: dict[str, _Call] = field(default_factory=lambda: {})
     sessions: dict[str, SessionDelta] = field(default_factory=lambda: {})
     activities: list[tuple[Activity, list[int]]] = field(default_factory=lambda: [])
-    slots: dict[str, list[tuple[_Call | list[int], str]]] = field(default_factory=lambda: {})
+    slots: dict[str, list[tuple[_Call | list[int], str, int]]] = field(default_factory=lambda: {})
     invalid: int = 0
     inserts: list[tuple[Any, ...]] = field(default_factory=lambda: [])
     updates: list[Update] = field(default_factory=lambda: [])
@@ -213,7 +216,11 @@ def _delta(plan: BatchPlan, session_id: str) -> SessionDelta:
 
 
 def _slot(plan: BatchPlan, session_id: str, target: _Call | list[int], kind: str) -> None:
-    plan.slots.setdefault(session_id, []).append((target, kind))
+    token = 0
+    if kind == "seq" and isinstance(target, _Call):
+        target.seq_slots += 1
+        token = target.seq_slots
+    plan.slots.setdefault(session_id, []).append((target, kind, token))
     _delta(plan, session_id).slots += 1
 
 
@@ -221,9 +228,10 @@ def _apply(plan: BatchPlan, call: _Call, write: dict[str, Any], *, new: bool, no
     row = call.row
     status = write["status"]
     if not new and row["status"] in SETTLED_STATUSES and status in LIVE_STATUSES:
-        # A late or replayed live write never un-settles a call: it only fills gaps.
+        # A late or replayed live write never un-settles a call: it only fills gaps, and never
+        # in the label or what the label is made of (a settled label is final).
         for key, value in write.items():
-            if key in ("status", "label") or value is None:
+            if key in _SETTLED_FINAL or value is None:
                 continue
             if row[key] is None:
                 row[key] = value
@@ -272,11 +280,11 @@ def assign(plan: BatchPlan, bases: Mapping[str, int], *, updated_ns: int) -> int
     """
     for session_id, slots in plan.slots.items():
         number = bases[session_id]
-        for target, kind in slots:
+        for target, kind, token in slots:
             if isinstance(target, list):
                 target[0] = number
-            else:
-                target.row[kind] = number
+            elif kind != "seq" or token == target.seq_slots:
+                target.row[kind] = number  # (a seq slot left behind by a move stays unused)
             number += 1
     stamp = updated_ns
     for call in plan.calls.values():

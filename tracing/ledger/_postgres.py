@@ -95,7 +95,10 @@ class PostgresStore(Store):
             "application_name": f"intentrace-ledger-{role}",
         }
         if role == "reader_ro":
-            kwargs["options"] = "-c default_transaction_read_only=on"
+            from psycopg.conninfo import conninfo_to_dict
+
+            given = str(conninfo_to_dict(self.dsn).get("options") or "")
+            kwargs["options"] = f"{given} -c default_transaction_read_only=on".strip()
         return self.psycopg.connect(self.dsn, **kwargs)
 
     def has_schema(self, conn: Any) -> bool:

@@ -48,9 +48,11 @@ class Writer:
         self.store = store
         self.options = options
         self.queue: SimpleQueue[Item | Flush | Stop] = SimpleQueue()
-        self.ready = threading.Event()
-        """Set once connected, migrated and reaped (or once the thread gives up at close)."""
         self.init_error: BaseException | None = None
+        """Why the first try at connecting failed (None: it worked)."""
+        self.first_attempt = threading.Event()
+        """Set after the first try at connecting (whatever its result): ``open_ledger`` waits
+        for it, not for a database that may stay away."""
         self.abort = threading.Event()
         """Set by ``close`` when waiting is over: drop what is left instead of retrying."""
         self.taken = 0
@@ -61,7 +63,10 @@ class Writer:
         self.invalid = 0
         self.reaped = 0
         self.recent_errors: deque[str] = deque(maxlen=20)
-        self._reap = reap
+        self._reap_cutoff_ns: int | None = None
+        reap_after = options.reap_after_seconds
+        if reap and reap_after is not None and reap_after is not False:
+            self._reap_cutoff_ns = time.time_ns() - int(float(reap_after) * 1e9)
         self._conn: Any = None
         self._updated_ns = 0
         self._failing = False
@@ -77,42 +82,27 @@ class Writer:
 
     def _run(self) -> None:
         try:
-            if not self._init():
-                self._drain_dropping()
-                return
+            self._first_attempt()
             while self._step():
                 pass
         except BaseException as exc:  # a bug: keep the app alive, make it visible
             self._error("writer", exc, level=logging.ERROR)
             self._drain_dropping()
         finally:
-            self.ready.set()
+            self.first_attempt.set()
             self._drop_conn(force=True)
 
-    def _init(self) -> bool:
-        """Connect, migrate and reap, retrying with capped backoff until it works or ``close``."""
-        delay = self.options.retry_backoff_millis / 1000
-        opened_ns = time.time_ns()
-        while True:
-            try:
-                self._ensure_conn()
-                if self._reap and self.options.reap_after_seconds:
-                    self._reap_live(opened_ns - int(self.options.reap_after_seconds * 1e9))
-                elif self._reap and self.options.reap_after_seconds == 0:
-                    self._reap_live(opened_ns)
-                self.init_error = None
-                self.ready.set()
-                if self._failing:
-                    self._failing = False
-                    logger.info("intentrace ledger: %s is reachable again", self.store.describe())
-                return True
-            except Exception as exc:
-                self.init_error = exc
-                self._error("open", exc)
-                self._drop_conn()
-                if self.abort.wait(delay):
-                    return False
-                delay = min(delay * 2, self.options.max_retry_backoff_millis / 1000)
+    def _first_attempt(self) -> None:
+        """Connect, migrate and reap once at open; when that fails, each batch tries again."""
+        try:
+            self._ensure_conn()
+        except Exception as exc:
+            self.init_error = exc
+            self.errors += 1
+            self._error("open", exc)
+            self._drop_conn()
+        finally:
+            self.first_attempt.set()
 
     def _drain_dropping(self) -> None:
         """The thread is ending without a database: count what is queued as dropped."""
@@ -273,17 +263,19 @@ class Writer:
 
     # --- connection --------------------------------------------------------------------------
     def _ensure_conn(self) -> None:
-        if self._conn is not None:
-            return
-        conn = self.store.connect(role="writer")
-        try:
-            lock = self.store.guard()
-            with lock:
-                self.store.migrate(conn)
-        except BaseException:
-            self.store.close_connection(conn)
-            raise
-        self._conn = conn
+        """Connect and migrate if needed; reap once, on the first connection that works."""
+        if self._conn is None:
+            conn = self.store.connect(role="writer")
+            try:
+                with self.store.guard():
+                    self.store.migrate(conn)
+            except BaseException:
+                self.store.close_connection(conn)
+                raise
+            self._conn = conn
+        if self._reap_cutoff_ns is not None:
+            self._reap_live(self._reap_cutoff_ns)
+            self._reap_cutoff_ns = None
 
     def _drop_conn(self, *, force: bool = False) -> None:
         if self._conn is None:
