@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -278,3 +279,63 @@ def test_apply_outcome_no_tense_rewriting_in_any_language() -> None:
     assert apply_outcome(
         "ファイルを読んでいます", outcome_patch={"from": "読んで", "to": "読み"}
     ) == ("ファイルを読みいます")
+
+
+def test_docs_state_the_description_and_its_length() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "intent.md").read_text(encoding="utf-8")
+    quoted = " ".join(
+        line.removeprefix("> ").strip() for line in doc.splitlines() if line.startswith("> ")
+    )
+    assert quoted == INTENT_DESCRIPTION
+    assert f"**{len(INTENT_DESCRIPTION)} characters**" in doc
+    assert f"({len(INTENT_DESCRIPTION.split())} words;" in doc
+    prop = json.dumps(
+        {"intent": {"type": "string", "description": INTENT_DESCRIPTION}}, separators=(",", ":")
+    )[1:-1]
+    assert f"{len(prop)} characters for the whole property" in doc
+
+
+prop_names = st.text(min_size=1, max_size=8).filter(lambda n: n != "intent")
+prop_schemas = st.fixed_dictionaries(
+    {"type": st.sampled_from(["string", "integer", "array", "object"])},
+    optional={
+        "description": st.text(max_size=20),
+        "enum": st.lists(st.text(max_size=3), max_size=3),
+    },
+)
+
+
+@st.composite
+def object_schemas(draw: st.DrawFn) -> tuple[Any, dict[str, Any]]:
+    """(schema, a deep copy of it as plain dicts)."""
+    props = draw(st.dictionaries(prop_names, prop_schemas, max_size=6))
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if props and draw(st.booleans()):
+        schema["required"] = draw(st.lists(st.sampled_from(sorted(props)), unique=True))
+    if draw(st.booleans()):
+        schema["additionalProperties"] = False
+    plain = copy.deepcopy(schema)
+    if draw(st.booleans()):  # a read-only schema, as some frameworks hand out
+        return MappingProxyType({**schema, "properties": MappingProxyType(props)}), plain
+    return schema, plain
+
+
+@given(object_schemas(), st.booleans())
+def test_with_intent_properties(case: tuple[Any, dict[str, Any]], required: bool) -> None:
+    schema, before = case
+    out = with_intent(schema, required=required)
+    assert dict(schema) == before  # never mutates
+    assert dict(schema["properties"]) == before["properties"]
+    assert next(iter(out["properties"])) == "intent"  # always first
+    assert list(out["properties"])[1:] == list(schema["properties"])  # the rest keep their order
+    assert with_intent(out, required=required) == out  # idempotent
+    assert with_intent(out) == out
+    assert ("intent" in out.get("required", [])) is required
+    if required:
+        assert out["required"] == ["intent", *schema.get("required", [])]
+    else:
+        assert out.get("required") == schema.get("required")
+    assert has_intent_marker(out) and can_inject_intent(out)
+    stripped = without_intent(out)
+    assert list(stripped["properties"]) == list(schema["properties"])
+    assert "intent" not in stripped.get("required", [])
