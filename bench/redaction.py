@@ -278,6 +278,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--rate", type=float, default=0.01, help="share of leaves with a secret")
     opts = parser.parse_args()
 
     # Run as a script, this file's folder is sys.path[0] and its name shadows the package.
@@ -290,7 +291,7 @@ def main() -> None:
 
     from redaction import RedactionPolicy
 
-    payload, clean, planted = build_payload(opts.seed)
+    payload, clean, planted = build_payload(opts.seed, rate=opts.rate)
     ours = RedactionPolicy.default()
     peer = LogfireScrubber(patterns=None)
 

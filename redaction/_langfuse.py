@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from redaction._scrubber import TrailEntry, placeholder
+from tracing import attributes as A
 
 if TYPE_CHECKING:
     from redaction._policy import Action, RedactionPolicy
@@ -19,8 +20,8 @@ if TYPE_CHECKING:
 _log = logging.getLogger("redaction")
 
 # Where the conventions of DESIGN.md keep a tool span's name, args, result and agent.
-TOOL_NAME_KEYS: Final = ("gen_ai.tool.name", "tool.name")
-AGENT_KEYS: Final = ("gen_ai.agent.id", "gen_ai.agent.name", "agent.id", "agent.name")
+TOOL_NAME_KEYS: Final = (A.TOOL_NAME, "gen_ai.tool.name", "tool.name")
+AGENT_KEYS: Final = (A.AGENT_ID, "gen_ai.agent.id", "gen_ai.agent.name", "agent.id", "agent.name")
 ARGS_KEYS: Final = (
     "gen_ai.tool.call.arguments",
     "input.value",
@@ -33,8 +34,12 @@ OUTPUT_KEYS: Final = (
     "traceloop.entity.output",
     "langfuse.observation.output",
 )
-_INTENT_SUFFIX: Final = "intent"
-_OUTCOME_SUFFIX: Final = "outcome"
+# Attributes that carry the intent (deleted when the intent is hidden) or the outcome (deleted
+# when the outcome is hidden): ours by name, anyone's by the last dotted segment.
+_INTENT_KEYS: Final = frozenset({A.INTENT, A.LABEL})
+_INTENT_SUFFIXES: Final = frozenset({"intent"})
+_OUTCOME_KEYS: Final = frozenset({A.OUTCOME, A.OUTCOME_PATCH})
+_OUTCOME_SUFFIXES: Final = frozenset({"outcome", "outcome_patch"})
 _ERROR: Final = placeholder("error")
 _FAIL_CLOSED: Final = "fail closed: redaction could not build the patches"
 """Returned (instead of a ``MaskOtelSpansResult``) only if building any result failed:
@@ -99,9 +104,9 @@ def _span_patch(
             actions[key] = decision.output
         for key in attrs:
             last = key.rsplit(".", 1)[-1]
-            if (last == _INTENT_SUFFIX and not decision.show_intent) or (
-                last == _OUTCOME_SUFFIX and not decision.show_outcome
-            ):
+            intent = key in _INTENT_KEYS or last in _INTENT_SUFFIXES
+            outcome = key in _OUTCOME_KEYS or last in _OUTCOME_SUFFIXES
+            if (intent and not decision.show_intent) or (outcome and not decision.show_outcome):
                 delete.append(key)
     rest = {k: v for k, v in attrs.items() if k not in actions and k not in delete}
     scrubbed, _ = policy.scrubber.scrub(rest, "$")

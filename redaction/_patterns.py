@@ -318,7 +318,8 @@ VALUE_RULES: Final[tuple[ValueRule, ...]] = (
     ),
     ValueRule(
         "credit_card",
-        _r(r"(?<![\d.-])[2-6](?:[ -]?\d){12,18}(?![\d])"),
+        # not inside a longer token: hex ids and hashes hold digit runs that pass Luhn
+        _r(r"(?<![A-Za-z0-9_.-])[2-6](?:[ -]?\d){12,18}(?![A-Za-z0-9_])"),
         None,  # needs a digit run; the prefilter is _DIGIT_RUN below
         validator=_card_ok,
         description="payment card numbers (13-19 digits, issuer prefix 2-6, Luhn-checked)",

@@ -204,6 +204,7 @@ VALUE_EXAMPLES: dict[str, tuple[list[tuple[str, str]], list[str]]] = {
             "1700000000000000000",
             "order 12345678901234",
             "v1.4111111111111111",
+            "sha a94111111111111111bc07",
         ],
     ),
     "email": (

@@ -93,6 +93,8 @@ def test_mask_otel_spans_applies_policy_to_third_party_tool_spans(client: Client
         "gen_ai.tool.call.result": json.dumps({"rows": 3, "dsn": "postgresql://u:pw12345678@db/x"}),
         "intentrace.intent": "Looking up invoices for bob",
         "intentrace.outcome": "Found 3 invoices for bob",
+        "intentrace.label": "Looking up invoices for bob",
+        "intentrace.outcome_patch": json.dumps({"from": "Looking up", "to": "Found"}),
         "http.request.header.authorization": f"Bearer {JWT}",
         "gen_ai.usage.input_tokens": 31,
         "tags": ("a", f"key {OPENAI}"),
@@ -118,7 +120,8 @@ def test_mask_otel_spans_applies_policy_to_third_party_tool_spans(client: Client
 
     # args redacted by the tool rule -> intent and outcome attributes are gone too
     assert hidden["gen_ai.tool.call.arguments"] == "[redacted:policy]"
-    assert "intentrace.intent" not in hidden and "intentrace.outcome" not in hidden
+    for key in ("intent", "outcome", "label", "outcome_patch"):
+        assert f"intentrace.{key}" not in hidden
     # kept args are scrubbed; intent and outcome stay
     assert json.loads(shown["gen_ai.tool.call.arguments"]) == {
         "q": "invoices",
@@ -126,6 +129,7 @@ def test_mask_otel_spans_applies_policy_to_third_party_tool_spans(client: Client
     }
     assert shown["intentrace.intent"] == "Looking up invoices for bob"
     assert shown["intentrace.outcome"] == "Found 3 invoices for bob"
+    assert shown["intentrace.label"] == "Looking up invoices for bob"
     for attrs in (hidden, shown):
         assert attrs["http.request.header.authorization"] == "[redacted:key:auth]"
         assert attrs["gen_ai.usage.input_tokens"] == 31
@@ -151,6 +155,19 @@ def test_mask_otel_spans_agent_overlay(client: Client) -> None:
     assert attrs["gen_ai.tool.call.arguments"] == '{"q": "x"}'
     assert attrs["gen_ai.tool.call.result"] == "[redacted:policy]"
     assert attrs["intentrace.intent"] == "Searching for x"
+    assert "intentrace.outcome" not in attrs
+
+
+def test_mask_otel_spans_reads_our_own_attributes(client: Client) -> None:
+    tracer = client.provider.get_tracer("intentrace")
+    with tracer.start_as_current_span("Looking up invoices") as span:
+        span.set_attribute("gen_ai.operation.name", "execute_tool")
+        span.set_attribute("intentrace.tool.name", "search")
+        span.set_attribute("intentrace.agent.id", "billing")
+        span.set_attribute("gen_ai.tool.call.result", '{"n": 1}')
+        span.set_attribute("intentrace.outcome", "Found one invoice")
+    attrs = _attrs(client.spans()["Looking up invoices"])
+    assert attrs["gen_ai.tool.call.result"] == "[redacted:policy]"
     assert "intentrace.outcome" not in attrs
 
 
