@@ -103,6 +103,9 @@ class ScrubOptions:
     """Values visited per scrub; the rest become ``[redacted:size]``."""
 
 
+_CLEAN_TEXT_MAX_CHARS: Final = 256
+_CLEAN_TEXT_ENTRIES: Final = 8192
+"""Short strings found clean are remembered (args repeat between a call's start and settle)."""
 _KEY_SAFE_TYPES = (bool, type(None))
 _FAST_SCALARS: Final = frozenset({float, bool, type(None)})
 _BIG_INT: Final = 10**12
@@ -195,6 +198,7 @@ class Scrubber:
         self._key_rule = re.compile(key_source)
         self._key_cache: dict[str, str | None] = {}
         self.clean_keys: set[str] = set()
+        self._clean_texts: set[str] = set()
         """Mapping keys already found to hold nothing to remove (bounded)."""
         cats = [*KEY_CATEGORIES, "custom"]
         reasons = sorted(names | {f"key:{c}" for c in cats}, key=len, reverse=True)
@@ -248,17 +252,29 @@ class Scrubber:
     def find(self, s: str) -> list[tuple[int, int, str]]:
         """Spans ``(start, end, rule)`` to replace in ``s`` (merged, outside placeholders)."""
         rules = self._rules
+        clean = self._clean_texts
+        if s in clean:
+            return []
         # Prefilter: one search for every rule's literals (a trie-shaped alternation over the
         # lower-cased text, so the regex engine skips to candidate first characters), one for
         # a digit run; only the rules whose literal occurs run their own regex.
         lower = s.lower()
-        hits = self._trigger.findall(lower) if self._trigger is not None else []
         todo: set[int] = set(self._always)
-        for lit in hits:
-            todo.update(self._by_literal[lit])
+        trigger = self._trigger
+        if trigger is not None:
+            by_literal = self._by_literal
+            overlaps = self._overlaps
+            for m in trigger.finditer(lower):
+                lit = m.group()
+                todo.update(by_literal[lit])
+                # matches do not overlap: a literal starting inside this one is checked here
+                for k, other in overlaps.get(lit, ()):
+                    if lower.startswith(other, m.start() + k):
+                        todo.update(by_literal[other])
         if self._digit_rules and DIGIT_RUN.search(s) is not None:
             todo.update(self._digit_rules)
         if not todo:
+            self._remember_clean(s)
             return []
         spans: list[tuple[int, int, str]] = []
         for idx in sorted(todo):
@@ -273,6 +289,7 @@ class Scrubber:
                 if a < b:
                     spans.append((a, b, rule.name))
         if not spans:
+            self._remember_clean(s)
             return spans
         if PLACEHOLDER_PREFIX in s or HMAC_PREFIX in s:
             protected = [m.span() for m in self._placeholder.finditer(s)]
@@ -290,6 +307,19 @@ class Scrubber:
                 merged.append((a, b, name))
         return merged
 
+    def clear_caches(self) -> None:
+        """Forget the remembered clean keys and strings (benchmarks measure cold scrubbing)."""
+        self.clean_keys.clear()
+        self._clean_texts.clear()
+        self._key_cache.clear()
+
+    def _remember_clean(self, s: str) -> None:
+        if len(s) <= _CLEAN_TEXT_MAX_CHARS:
+            clean = self._clean_texts
+            if len(clean) >= _CLEAN_TEXT_ENTRIES:
+                clean.clear()
+            clean.add(s)
+
     def _build_prefilter(self) -> None:
         by_literal: dict[str, set[int]] = {}
         always: list[int] = []
@@ -300,14 +330,20 @@ class Scrubber:
                 continue
             for lit in rule.literals:
                 by_literal.setdefault(lit.lower(), set()).add(idx)
-        # findall does not report overlapping occurrences: a found literal may hide another
-        # that it contains or that starts inside it. Fold such literals' rules into it.
+        # The trigger search reports non-overlapping matches, longest first: a literal that is a
+        # prefix of another is folded into it; one that starts inside a match (at offset k) is
+        # checked at that offset when the match is found.
+        overlaps: dict[str, list[tuple[int, str]]] = {}
         for lit, idxs in by_literal.items():
             for other, oidx in by_literal.items():
-                if other != lit and (
-                    other in lit or any(other.startswith(lit[k:]) for k in range(1, len(lit)))
-                ):
+                if other == lit:
+                    continue
+                if lit.startswith(other):
                     idxs.update(oidx)
+                for k in range(1, len(lit)):
+                    if lit[k:].startswith(other) or other.startswith(lit[k:]):
+                        overlaps.setdefault(lit, []).append((k, other))
+        self._overlaps = {k: tuple(v) for k, v in overlaps.items()}
         self._by_literal = {k: frozenset(v) for k, v in by_literal.items()}
         self._always = tuple(always)
         self._digit_rules = tuple(digit_rules)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from redaction import BUILTIN_PATTERNS, KEY_CATEGORIES, RedactionPolicy, ScrubOptions
+from redaction import BUILTIN_PATTERNS, KEY_CATEGORIES, RedactionPolicy, ScrubOptions, UserPattern
 from tests.redaction.examples import INNOCENT_KEYS, SENSITIVE_KEYS, VALUE_EXAMPLES
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "redaction.md"
@@ -113,3 +113,17 @@ def test_documented_pattern_list_matches_code() -> None:
     patterns, categories = _documented()
     assert patterns == list(BUILTIN_PATTERNS)
     assert categories == list(KEY_CATEGORIES)
+
+
+def test_prefilter_sees_literals_that_overlap() -> None:
+    # the trigger search reports "abc" at 0; "bcd" (which starts inside it) must still run
+    policy = RedactionPolicy(
+        scrubbing=ScrubOptions(
+            patterns=(
+                UserPattern("first", "abcx", ("abc",)),
+                UserPattern("second", "bcd[0-9]+", ("bcd",)),
+            )
+        )
+    )
+    assert policy.scrub_text("zabcd123") == "za[redacted:second]"
+    assert policy.scrub_text("abcx and bcd9") == "[redacted:first] and [redacted:second]"
