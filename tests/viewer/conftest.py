@@ -1,0 +1,64 @@
+"""Viewer fixtures: the realistic fixture ledger, and AppTest runs of the real entry script."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+from streamlit.util import calc_hash
+
+from tests.viewer import fixture_ledger
+from tracing.environment_variables import INTENTRACE_LEDGER_URL
+from viewer import APP_PATH
+
+
+@pytest.fixture(scope="session")
+def fixture_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The fixture ledger (tests/viewer/fixture_ledger.py), written once per test run."""
+    path = tmp_path_factory.mktemp("viewer") / "fixture.db"
+    url = f"sqlite:///{path}"
+    fixture_ledger.build(url)
+    return url
+
+
+@pytest.fixture
+def viewer_url(fixture_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Point the viewer at the fixture ledger (the app reads ``$INTENTRACE_LEDGER_URL``)."""
+    monkeypatch.setenv(INTENTRACE_LEDGER_URL, fixture_url)
+    yield fixture_url
+
+
+def new_app() -> AppTest:
+    return AppTest.from_file(str(APP_PATH), default_timeout=30)
+
+
+def run_app(params: Mapping[str, str] | None = None, page: str | None = None) -> AppTest:
+    """Run the viewer's entry script once, on ``page`` (a url path) with query ``params``."""
+    at = new_app()
+    for name, value in (params or {}).items():
+        at.query_params[name] = value
+    if page is not None:
+        open_page(at, page)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def open_page(at: AppTest, url_path: str) -> None:
+    """Select a page of ``st.navigation`` by url path (AppTest's ``switch_page`` takes files;
+    our pages are functions, whose page hash is the hash of their url path)."""
+    at._page_hash = calc_hash(url_path)  # pyright: ignore[reportPrivateUsage]
+
+
+def texts(at: AppTest) -> list[str]:
+    return [t.value for t in at.text]
+
+
+def captions(at: AppTest) -> list[str]:
+    return [c.value for c in at.caption]
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[2]

@@ -1,0 +1,171 @@
+"""A real headless Chromium against a running ``intentrace view`` on the fixture ledger."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.viewer.conftest import repo_root
+from tests.viewer.fixture_ledger import AUTH, XSS, XSS_INTENT
+from viewer._ui import call_key
+
+CHROMIUM = "/usr/bin/chromium"
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="needs Debian's chromium"),
+]
+SCREENSHOTS = repo_root() / "artifacts" / "screenshots"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_healthy(base: str, proc: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"intentrace view exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("the viewer did not come up")
+
+
+@pytest.fixture(scope="module")
+def server(fixture_url: str) -> Iterator[str]:
+    """``intentrace view --ledger <fixture> --port <free>`` as a subprocess."""
+    port = free_port()
+    cmd = [sys.executable, "-c", "from tracing.cli import main; main()", "view",
+           "--ledger", fixture_url, "--port", str(port)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base, proc)
+        yield base
+    finally:
+        proc.terminate()  # forwarded to the Streamlit child
+        proc.wait(timeout=20)
+    with pytest.raises(OSError):  # the Streamlit server went away with it
+        urllib.request.urlopen(f"{base}/_stcore/health", timeout=2)
+
+
+@pytest.fixture(scope="module")
+def browser(server: str) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        # A fresh server's first page load can come up blank: load once before testing.
+        warm = chromium.new_page()
+        warm.goto(server)
+        warm.wait_for_selector("[data-testid=stMain] h1", timeout=30_000)
+        warm.close()
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+    dialogs: list[str] = []
+    tab.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    tab.dialogs = dialogs
+    yield tab
+    tab.close()
+
+
+def focused(tab: Any, call_id: str) -> Any:
+    selector = f".st-key-{call_key(call_id)}[data-focused='1']"
+    return tab.wait_for_selector(selector, timeout=20_000)
+
+
+def in_viewport(tab: Any, element: Any) -> bool:
+    box = element.bounding_box()
+    height = tab.viewport_size["height"]
+    return box is not None and box["y"] < height and box["y"] + min(box["height"], 40) > 0
+
+
+def test_pasted_deep_link_lands_on_and_highlights_the_call(server: str, page: Any) -> None:
+    # pasted on the root URL: the router opens the Session page on that call
+    page.goto(f"{server}/?session={AUTH}&anchor=c10")
+    target = focused(page, "c10")
+    page.wait_for_timeout(300)  # let the smooth layout settle
+    assert in_viewport(page, target)
+    assert "No down-migration found" in target.inner_text()
+    assert "Looking for down-migrations" in target.inner_text()  # its detail is open
+    outline = target.evaluate("e => getComputedStyle(e).outlineStyle")
+    assert outline == "solid"
+    assert page.locator("[data-focused='1']").count() == 1  # only that call
+    other = page.locator(f".st-key-{call_key('c1')}")
+    assert other.evaluate("e => getComputedStyle(e).outlineStyle") == "none"
+    assert "/session" in page.url and "anchor=c10" in page.url
+
+
+def test_links_across_pages_open_the_call(server: str, page: Any) -> None:
+    page.goto(f"{server}/live")
+    row = page.locator(f".st-key-{call_key('l2')}")
+    row.wait_for(timeout=20_000)
+    # the Live page's row for l2 has a Details link to the Session page on that call
+    page.locator("[data-testid=stMain] [data-testid=stPageLink]").filter(
+        has=page.locator("text=Details")
+    ).nth(1).click()
+    target = focused(page, "l2")
+    assert "Checking the deploy status" in target.inner_text()
+    assert in_viewport(page, target)
+
+
+def test_model_text_is_literal_and_runs_nothing(server: str, page: Any) -> None:
+    page.goto(f"{server}/session?session={XSS}&anchor=x1")
+    target = focused(page, "x1")
+    assert XSS_INTENT in target.inner_text()  # literally, in the row and in the detail
+    main = page.locator("[data-testid=stMain]")
+    assert main.locator("img[src='x']").count() == 0
+    assert main.locator("strong", has_text="bold").count() == 0
+    assert main.locator("b", has_text="bold").count() == 0
+    assert main.locator("a[href^='http://x']").count() == 0
+    # the timeline's tooltip shows it as text too
+    page.get_by_role("tab", name="Timeline").click()
+    chart = main.locator("[data-testid=stVegaLiteChart]")
+    chart.wait_for(timeout=20_000)
+    box = chart.bounding_box()
+    assert box is not None
+    page.wait_for_timeout(500)
+    for dx in range(480, 1000, 40):  # sweep across the bar
+        page.mouse.move(box["x"] + dx, box["y"] + box["height"] / 2)
+        page.wait_for_timeout(30)
+    assert page.locator("#vg-tooltip-element img").count() == 0
+    page.wait_for_timeout(500)
+    assert page.dialogs == []
+    assert page.evaluate("() => window.__xss === undefined")
+
+
+def test_screenshot_of_the_session_page(server: str, browser: Any) -> None:
+    tab = browser.new_page(viewport={"width": 1400, "height": 2400})
+    try:
+        tab.goto(f"{server}/session?session={AUTH}")
+        tab.wait_for_selector("text=Migration review done · No down-migration found")
+        tab.wait_for_timeout(500)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shot: Path = SCREENSHOTS / "session.png"
+        tab.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 20_000
+    finally:
+        tab.close()

@@ -1,0 +1,171 @@
+"""Every ledger query of the viewer, in one place (read-only; the pages never touch the ledger).
+
+The connection is one read-only ``Ledger`` per URL (``st.cache_resource``), shared by every
+browser session; results are cached with ``st.cache_data`` for a short time (the ledger is
+written live while people watch). A session's story is cached by a cheap version token (its
+call count, live count and last activity), so a 5 000-call session is rebuilt only when it
+changed. The ledger URL comes from ``$INTENTRACE_LEDGER_URL`` (``intentrace view`` sets it),
+else the ledger's default file.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import streamlit as st
+
+from tracing.environment_variables import INTENTRACE_LEDGER_URL
+from tracing.ledger import Anchor, Ledger, LedgerError, SessionInfo, open_ledger
+from viewer._story import Story, build_story
+
+LIST_TTL_S: Final = 3.0
+"""Sessions list, counts, filters: fresh enough to browse, cheap on every rerun."""
+LIVE_TTL_S: Final = 1.0
+"""Calls in flight (the Live page refreshes every ``LIVE_REFRESH_S``)."""
+LIVE_BUCKET_S: Final = 2.0
+"""A session with live calls is re-read at most this often (streaming intents grow)."""
+
+
+def ledger_url() -> str:
+    """The ledger the viewer reads: ``$INTENTRACE_LEDGER_URL``, else the default file."""
+    from tracing.ledger import default_ledger_url
+
+    return os.environ.get(INTENTRACE_LEDGER_URL, "").strip() or default_ledger_url()
+
+
+@st.cache_resource(show_spinner=False)
+def _ledger(url: str) -> Ledger:
+    return open_ledger(url, read_only=True)
+
+
+def ledger(url: str | None = None) -> Ledger:
+    """The shared read-only ledger (raises ``LedgerError`` with a one-line message)."""
+    return _ledger(url or ledger_url())
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFilter:
+    """The Sessions page's filters (each keeps sessions with at least one matching call)."""
+
+    agent: str | None = None
+    tool: str | None = None
+    status: str | None = None
+    search: str | None = None
+
+
+@st.cache_data(ttl=LIST_TTL_S, max_entries=64, show_spinner=False)
+def sessions_page(url: str, where: SessionFilter, limit: int, offset: int) -> list[SessionInfo]:
+    """One page of sessions, most recent activity first (paginated in the database)."""
+    return ledger(url).sessions(
+        limit=limit,
+        offset=offset,
+        agent=where.agent,
+        tool=where.tool,
+        status=where.status,
+        search=where.search,
+    )
+
+
+@st.cache_data(ttl=LIST_TTL_S, max_entries=64, show_spinner=False)
+def count_sessions(url: str, where: SessionFilter) -> int:
+    return ledger(url).count_sessions(
+        agent=where.agent, tool=where.tool, status=where.status, search=where.search
+    )
+
+
+@st.cache_data(ttl=30.0, show_spinner=False)
+def agents(url: str) -> list[str]:
+    return ledger(url).agents()
+
+
+@st.cache_data(ttl=30.0, show_spinner=False)
+def tools(url: str) -> list[str]:
+    return ledger(url).tools()
+
+
+def session_info(url: str, session_id: str) -> SessionInfo | None:
+    """One session's counts (uncached: it is the version token of the story)."""
+    return ledger(url).session(session_id)
+
+
+def _version(info: SessionInfo) -> tuple[int, int, int, int | None, int]:
+    bucket = int(time.time() / LIVE_BUCKET_S) if info["in_flight"] else 0
+    return (info["calls"], info["errors"], info["in_flight"], info["last_ns"], bucket)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _story(url: str, session_id: str, version: tuple[object, ...]) -> Story:
+    del version  # part of the cache key only
+    book = ledger(url)
+    return build_story(session_id, book.session_anchors(session_id), book.blocks(session_id))
+
+
+def story(url: str, session_id: str) -> tuple[SessionInfo, Story] | None:
+    """A session as a story, or None when the ledger has never seen it."""
+    info = session_info(url, session_id)
+    if info is None:
+        return None
+    return info, _story(url, session_id, _version(info))
+
+
+@st.cache_data(ttl=LIST_TTL_S, max_entries=256, show_spinner=False)
+def call(url: str, tool_call_id: str) -> Anchor | None:
+    """One call with everything stored about it (args, result, error, redaction)."""
+    return ledger(url).anchor(tool_call_id)
+
+
+@st.cache_data(ttl=LIST_TTL_S, max_entries=16, show_spinner=False)
+def checkpoints(url: str, session_id: str) -> list[Anchor]:
+    """The session's settled calls (rewind points), in ``seq`` order, without payloads."""
+    rows = ledger(url).checkpoints(session_id)
+    for row in rows:  # the table never shows them; keep the cached copy small
+        row["args"] = row["result"] = None
+    return rows
+
+
+@st.cache_data(ttl=LIVE_TTL_S, max_entries=8, show_spinner=False)
+def in_flight(url: str, limit: int) -> list[Anchor]:
+    """Calls not settled yet across sessions (streaming, in flight, background), oldest first."""
+    return ledger(url).in_flight(limit=limit)
+
+
+@st.cache_data(ttl=LIST_TTL_S, max_entries=64, show_spinner=False)
+def find_calls(url: str, text: str, limit: int) -> list[Anchor]:
+    """Calls whose intent, outcome or label contains ``text``."""
+    return ledger(url).search(text, limit=limit)
+
+
+def latest_session(url: str) -> str | None:
+    """The session with the most recent activity (what the Session page opens by default)."""
+    found = sessions_page(url, SessionFilter(), 1, 0)
+    return found[0]["session_id"] if found else None
+
+
+def session_of(url: str, tool_call_id: str) -> str | None:
+    """The session of a call (a deep link may name only the call)."""
+    found = call(url, tool_call_id)
+    return found["session_id"] if found else None
+
+
+__all__: Sequence[str] = (
+    "LedgerError",
+    "SessionFilter",
+    "agents",
+    "call",
+    "checkpoints",
+    "count_sessions",
+    "find_calls",
+    "in_flight",
+    "latest_session",
+    "ledger",
+    "ledger_url",
+    "session_info",
+    "session_of",
+    "sessions_page",
+    "story",
+    "tools",
+)

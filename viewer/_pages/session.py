@@ -1,0 +1,414 @@
+"""The Session page: one session read as a story, its timeline, its checkpoints, call detail.
+
+``?session=<id>&anchor=<toolCallId>`` opens the session on the page that shows the call, with
+the call highlighted, its detail open and scrolled into view.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from tracing._status import LIVE_STATUSES, STATUSES
+from tracing.ledger import Anchor, SessionInfo
+from viewer import _data
+from viewer._story import (
+    Block,
+    Call,
+    Story,
+    call_label,
+    count_text,
+    format_duration,
+    one_line,
+    turns,
+)
+from viewer._ui import (
+    ANCHOR_PARAM,
+    SESSION_PARAM,
+    STATUS_WORDS,
+    call_key,
+    call_row,
+    focus,
+)
+
+MAX_PAYLOAD_CHARS: Final = 200_000
+"""Args/results longer than this are shown cut (the ledger keeps them whole)."""
+TIMELINE_ROW_PX: Final = 20
+LIVE_REFRESH_S: Final = 2.0
+"""How often a session with live calls refreshes itself."""
+
+STATUS_COLORS: Final = {
+    "streaming": "#f59e0b",
+    "in_flight": "#3b82f6",
+    "background": "#8b5cf6",
+    "success": "#22c55e",
+    "error": "#ef4444",
+    "cancelled": "#9ca3af",
+    "abandoned": "#6b7280",
+}
+
+
+def _param(name: str) -> str | None:
+    value = st.query_params.get(name)
+    return value if value else None
+
+
+def render() -> None:
+    """The Session page."""
+    url = _data.ledger_url()
+    anchor = _param(ANCHOR_PARAM)
+    session_id = _param(SESSION_PARAM)
+    try:
+        if session_id is None and anchor is not None:
+            session_id = _data.session_of(url, anchor)
+        if session_id is None:
+            session_id = _data.latest_session(url)
+        found = _data.story(url, session_id) if session_id is not None else None
+    except _data.LedgerError as exc:
+        st.title("Session")
+        st.error("The ledger cannot be read.")
+        st.code(str(exc), language=None)
+        return
+
+    st.title("Session")
+    if session_id is None:
+        st.info("The ledger has no sessions yet. Record some calls, or run `intentrace demo`.")
+        return
+    if found is None:
+        st.warning("The ledger has no session with this id:")
+        st.text(session_id)
+        return
+    if st.query_params.get(SESSION_PARAM) != session_id:
+        st.query_params[SESSION_PARAM] = session_id  # the URL names what is shown
+
+    info, story = found
+    if anchor is not None and anchor not in story.calls:
+        st.warning("The linked call is not part of this session:")
+        st.text(anchor)
+        anchor = None
+
+    _summary(info, story)
+    if info["in_flight"]:
+        _live_story(url, story.session_id, anchor)
+    else:
+        _story_tabs(url, story, anchor)
+    if anchor is not None:
+        focus(anchor)
+
+
+def _summary(info: SessionInfo, story: Story) -> None:
+    st.text(one_line(story.session_id or "(no session)", 200), wrap=False)
+    with st.container(horizontal=True):
+        st.metric("Calls", info["calls"])
+        st.metric("Errors", info["errors"])
+        st.metric("Live", info["in_flight"])
+        st.metric("Turns", info["last_turn"] or 0)
+        st.metric("Agents", len(info["agents"]))
+        if story.start_ns is not None and story.end_ns is not None:
+            st.metric("Span", format_duration((story.end_ns - story.start_ns) / 1e6) or "0 ms")
+    if info["agents"]:
+        st.text("Agents: " + one_line(", ".join(info["agents"]), 300), wrap=False)
+
+
+@st.fragment(run_every=LIVE_REFRESH_S)
+def _live_story(url: str, session_id: str, anchor: str | None) -> None:
+    """A session with calls in flight re-reads itself (intents grow, calls settle)."""
+    found = _data.story(url, session_id)
+    if found is not None:
+        _story_tabs(url, found[1], anchor)
+
+
+def _story_tabs(url: str, story: Story, anchor: str | None) -> None:
+    number = _page_number(story, anchor)
+    blocks = story.page_blocks(number)
+    story_tab, timeline_tab, checkpoints_tab = st.tabs(["Story", "Timeline", "Checkpoints"])
+    now_ns = time.time_ns()
+    with story_tab:
+        _story(url, story, blocks, anchor, now_ns)
+    with timeline_tab:
+        _timeline(story, blocks, now_ns)
+    with checkpoints_tab:
+        _checkpoints(url, story)
+
+
+def _page_number(story: Story, anchor: str | None) -> int:
+    """0-based page to show: the linked call's page when a link names one, else the reader's.
+
+    The pagination widget's key includes the linked call, so following a new link starts a
+    new widget on that call's page, while paging by hand keeps working.
+    """
+    pages = max(1, len(story.pages))
+    if pages == 1:
+        return 0
+    wanted = story.page_of(anchor) or 0
+    digest = call_key(f"{story.session_id}\x00{anchor or ''}")[5:]
+    with st.container(horizontal=True, vertical_alignment="center"):
+        number = st.pagination(pages, default=wanted + 1, key=f"story-page-{digest}")
+        start, end = story.pages[number - 1]
+        shown = sum(b.size for b in story.blocks[start:end])
+        st.caption(f"Page {number} of {pages} · {shown} of {story.total} calls")
+    return number - 1
+
+
+@dataclass(frozen=True, slots=True)
+class _View:
+    """What every block and call of one render needs to know."""
+
+    url: str
+    story: Story
+    anchor: str | None
+    opened: frozenset[str]
+    """Calls whose subagent section is open (those above the linked call)."""
+    now_ns: int
+
+
+def _story(url: str, story: Story, blocks: list[Block], anchor: str | None, now_ns: int) -> None:
+    if not blocks:
+        st.info("This session has no calls yet.")
+        return
+    opened = frozenset(story.ancestors(anchor)) if anchor else frozenset[str]()
+    view = _View(url=url, story=story, anchor=anchor, opened=opened, now_ns=now_ns)
+    for turn, turn_blocks in turns(blocks):
+        st.subheader(f"Turn {turn}" if turn is not None else "Calls outside a turn")
+        for block in turn_blocks:
+            _block(view, block)
+
+
+def _block(view: _View, block: Block) -> None:
+    digest = call_key(f"{view.story.session_id}\x00{block.key}")[5:]
+    with st.container(border=True, key=f"block-{digest}"):
+        with st.container(horizontal=True, vertical_alignment="center", key=f"head-{digest}"):
+            st.text(one_line(block.header), wrap=False, width="stretch")
+            st.caption(count_text(*block.counts()))
+        for call in block.calls:
+            _call(view, call)
+
+
+def _call(view: _View, call: Call) -> None:
+    key = call_key(call.id)
+    session_id = view.story.session_id
+    if call.id == view.anchor:
+        with st.container(key=key):
+            call_row(call, session_id=session_id, now_ns=view.now_ns, focused=True)
+            _detail(view.url, call.id)
+    else:
+        call_row(call, session_id=session_id, now_ns=view.now_ns, key=key)
+    if call.children:
+        nested = sum(b.size for b in call.children)
+        with (
+            st.container(key=f"nest-{key[5:]}"),
+            st.expander(
+                f"Subagent · {count_text(nested)}",
+                expanded=call.id in view.opened,
+                icon=":material/subdirectory_arrow_right:",
+            ),
+        ):
+            for block in call.children:
+                _block(view, block)
+
+
+def _when(ns: int | None) -> str:
+    if ns is None:
+        return "—"
+    return datetime.fromtimestamp(ns / 1e9).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _redaction_text(raw: str | None) -> str | None:
+    if not raw:
+        return None
+    try:
+        data: Any = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    parts: list[str] = []
+    for what in ("args", "output"):
+        action = data.get(what)
+        if action and action != "keep":
+            parts.append(f"{what}: {action}")
+    if data.get("intent_hidden"):
+        parts.append("intent hidden by policy")
+    if data.get("outcome_hidden"):
+        parts.append("outcome hidden by policy")
+    scrubbed = data.get("scrubbed")
+    if isinstance(scrubbed, int) and scrubbed:
+        parts.append(f"{scrubbed} secret{'s' if scrubbed != 1 else ''} scrubbed")
+    return " · ".join(str(p) for p in parts) or None
+
+
+def _payload(title: str, raw: str | None) -> None:
+    st.caption(title)
+    if raw is None:
+        st.text("(not stored)")
+        return
+    cut = len(raw) > MAX_PAYLOAD_CHARS
+    text = raw[:MAX_PAYLOAD_CHARS]
+    if not cut:
+        try:
+            value: Any = json.loads(text)
+        except ValueError:
+            value = None
+        if isinstance(value, dict | list):
+            st.json(value, expanded=2)
+            return
+    st.code(text, language=None, wrap_lines=True)
+    if cut:
+        st.caption(f"Cut at {MAX_PAYLOAD_CHARS:,} of {len(raw):,} characters.")
+
+
+def _detail(url: str, call_id: str) -> None:
+    """Everything stored about one call, as stored (plain text, JSON viewer, code blocks)."""
+    anchor = _data.call(url, call_id)
+    if anchor is None:
+        st.caption("This call is no longer in the ledger.")
+        return
+    _detail_body(anchor)
+
+
+def _detail_body(a: Anchor) -> None:
+    status = a["status"]
+    facts = [
+        f"Status: {STATUS_WORDS.get(status, status)} ({status})",
+        f"Tool: {a['tool_name']}",
+        f"Agent: {a['agent_id'] or '—'}",
+        f"Turn: {a['turn'] if a['turn'] is not None else '—'}",
+        f"Sequence: {a['seq']}"
+        + (f" · settled at {a['settle_seq']}" if a["settle_seq"] is not None else ""),
+        f"Started: {_when(a['start_ns'])}",
+        f"Ended: {_when(a['end_ns'])}",
+        f"Duration: {format_duration(a['duration_ms']) or '—'}",
+        f"Call id: {a['tool_call_id']}",
+    ]
+    if a["batch_id"]:
+        facts.append(f"Block: {a['batch_id']}")
+    if a["parent_call_id"]:
+        facts.append(f"Spawned by: {a['parent_call_id']}")
+    if a["trace_id"]:
+        facts.append(f"Trace: {a['trace_id']}  span: {a['span_id'] or '—'}")
+    redaction = _redaction_text(a["redaction"])
+    if redaction:
+        facts.append(f"Redaction: {redaction}")
+    with st.container(border=True, key="call-detail"):
+        st.caption("Label")
+        st.text(call_label(a))
+        if a["intent"]:
+            st.caption("Intent")
+            st.text(a["intent"])
+        elif status not in LIVE_STATUSES or a["redaction"]:
+            st.caption("Intent")
+            st.text("(none: the call carries no visible intent)")
+        if a["outcome"]:
+            st.caption("Outcome")
+            st.text(a["outcome"])
+        st.text("\n".join(facts))
+        if a["error"]:
+            st.caption("Error")
+            st.code(a["error"], language=None, wrap_lines=True)
+        _payload("Arguments (as the redaction policy left them)", a["args"])
+        _payload("Result (as the redaction policy left it)", a["result"])
+
+
+def _timeline_frame(story: Story, blocks: list[Block], now_ns: int) -> pd.DataFrame:
+    origin = story.start_ns or 0
+    rows: list[dict[str, Any]] = []
+    for block in blocks:
+        for top in block.calls:
+            for call in top.walk():
+                end = call.end_ns if call.end_ns is not None else max(now_ns, call.start_ns)
+                rows.append(
+                    {
+                        "row": f"{call.seq:09d}",
+                        "label": ("↳ " * call.depth) + one_line(call.label, 80),
+                        "full": one_line(call.line, 300),
+                        "tool": call.tool_name,
+                        "status": call.status,
+                        "start_s": (call.start_ns - origin) / 1e9,
+                        "end_s": max((end - origin) / 1e9, (call.start_ns - origin) / 1e9),
+                        "duration": format_duration(call.duration_ms)
+                        or STATUS_WORDS.get(call.status, ""),
+                        "seq": call.seq,
+                    }
+                )
+    rows.sort(key=lambda r: r["seq"])
+    return pd.DataFrame(rows)
+
+
+def _timeline(story: Story, blocks: list[Block], now_ns: int) -> None:
+    """One row per call (keyed by its sequence number, so identical labels never merge)."""
+    frame = _timeline_frame(story, blocks, now_ns)
+    if frame.empty:
+        st.info("No calls to draw.")
+        return
+    y = alt.Y("row:N", sort=None, axis=None)
+    base = alt.Chart(frame).encode(y=y)
+    names = base.mark_text(align="left", baseline="middle", limit=420, fontSize=12).encode(
+        x=alt.value(0), text=alt.Text("label:N")
+    )
+    bars = base.mark_bar(cornerRadius=2, height={"band": 0.7}).encode(
+        x=alt.X("start_s:Q", title="seconds since the session started"),
+        x2="end_s:Q",
+        color=alt.Color(
+            "status:N",
+            scale=alt.Scale(domain=list(STATUSES), range=[STATUS_COLORS[s] for s in STATUSES]),
+            legend=alt.Legend(orient="top", title=None),
+        ),
+        tooltip=[
+            alt.Tooltip("full:N", title="call"),
+            alt.Tooltip("tool:N"),
+            alt.Tooltip("status:N"),
+            alt.Tooltip("duration:N"),
+            alt.Tooltip("seq:Q", title="sequence"),
+        ],
+    )
+    height = alt.Step(TIMELINE_ROW_PX)
+    chart = alt.hconcat(
+        names.properties(width=430, height=height),
+        bars.properties(width=520, height=height),
+        spacing=6,
+    ).resolve_scale(y="shared")
+    st.altair_chart(chart, width="content")
+    st.caption(f"{len(frame)} calls on this page, one row each, in sequence order.")
+
+
+def _checkpoints(url: str, story: Story) -> None:
+    """Settled calls as labelled rewind points; selecting one opens it in the story."""
+    rows = _data.checkpoints(url, story.session_id)
+    if not rows:
+        st.info("No call of this session has settled yet.")
+        return
+    frame = pd.DataFrame(
+        {
+            "seq": [r["settle_seq"] if r["settle_seq"] is not None else r["seq"] for r in rows],
+            "turn": [r["turn"] for r in rows],
+            "checkpoint": [one_line(call_label(r), 200) for r in rows],
+            "tool": [r["tool_name"] for r in rows],
+            "status": [r["status"] for r in rows],
+            "duration": [format_duration(r["duration_ms"]) for r in rows],
+        }
+    )
+    st.caption("Settled calls in order. Select one to open it in the story.")
+    picked: Any = st.dataframe(
+        frame,
+        hide_index=True,
+        width="stretch",
+        on_select="rerun",
+        selection_mode="single-row",
+        key="checkpoints_table",
+    )
+    chosen = list(picked.selection.rows) if picked is not None else []
+    if chosen:
+        target = rows[chosen[0]]["tool_call_id"]
+        del st.session_state["checkpoints_table"]
+        st.query_params[ANCHOR_PARAM] = target
+        st.rerun()
+
+
+__all__ = ["render"]

@@ -1,0 +1,127 @@
+"""The Sessions page: every session, paginated in the database, searchable and filterable."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from datetime import datetime
+from typing import Any, Final
+
+import pandas as pd
+import streamlit as st
+
+from tracing._status import STATUSES
+from viewer import _data
+from viewer._story import call_label, one_line
+from viewer._ui import SESSION_PARAM, link_to_call, page
+
+PAGE_SIZES: Final = (25, 50, 100)
+_ALL: Final = "(any)"
+MATCHING_CALLS: Final = 10
+"""Calls listed under the table when searching (each opens the session on that call)."""
+
+
+def _choice(value: object) -> str | None:
+    return None if value in (None, _ALL) else str(value)
+
+
+def _when(ns: int | None) -> datetime | None:
+    return None if ns is None else datetime.fromtimestamp(ns / 1e9)
+
+
+def _table(rows: list[_data.SessionInfo]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "session": [r["session_id"] or "(no session)" for r in rows],
+            "calls": [r["calls"] for r in rows],
+            "errors": [r["errors"] for r in rows],
+            "live": [r["in_flight"] for r in rows],
+            "turns": [r["last_turn"] or 0 for r in rows],
+            "agents": [", ".join(r["agents"]) for r in rows],
+            "tools": [", ".join(r["tools"]) for r in rows],
+            "last activity": [_when(r["last_ns"]) for r in rows],
+        }
+    )
+
+
+def render() -> None:
+    """Sessions, most recent activity first."""
+    st.title("Sessions")
+    url = _data.ledger_url()
+    try:
+        agents = _data.agents(url)
+        tools = _data.tools(url)
+    except _data.LedgerError as exc:
+        st.error("The ledger cannot be read.")
+        st.code(str(exc), language=None)
+        return
+
+    with st.container(horizontal=True, vertical_alignment="bottom"):
+        search = st.text_input(
+            "Search intents",
+            key="q",
+            placeholder="words from an intent, outcome or label",
+            bind="query-params",
+        )
+        agent = st.selectbox("Agent", [_ALL, *agents], key="agent")
+        tool = st.selectbox("Tool", [_ALL, *tools], key="tool")
+        status = st.selectbox("Status", [_ALL, *STATUSES], key="status")
+        size = st.selectbox("Per page", PAGE_SIZES, index=1, key="size")
+
+    where = _data.SessionFilter(
+        agent=_choice(agent), tool=_choice(tool), status=_choice(status), search=search or None
+    )
+    total = _data.count_sessions(url, where)
+    pages = max(1, math.ceil(total / size))
+    # A new filter is a new pagination widget, which starts on its first page.
+    digest = hashlib.sha1(repr((where, size)).encode()).hexdigest()[:12]
+    number = st.pagination(pages, key=f"page-{digest}", max_visible_pages=7)
+    offset = (min(number, pages) - 1) * size
+    rows = _data.sessions_page(url, where, size, offset)
+
+    first, last = (offset + 1, offset + len(rows)) if rows else (0, 0)
+    st.caption(f"Sessions {first}–{last} of {total}. Select a row to open the session.")
+    if rows:
+        picked: Any = st.dataframe(
+            _table(rows),
+            hide_index=True,
+            width="stretch",
+            on_select="rerun",
+            selection_mode="single-row",
+            key="sessions_table",
+            column_config={
+                "calls": st.column_config.NumberColumn(width="small"),
+                "errors": st.column_config.NumberColumn(width="small"),
+                "live": st.column_config.NumberColumn(width="small"),
+                "turns": st.column_config.NumberColumn(width="small"),
+                "last activity": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
+            },
+        )
+        chosen = list(picked.selection.rows) if picked is not None else []
+        target = page("session")
+        if chosen and target is not None:
+            session_id = rows[chosen[0]]["session_id"]
+            st.switch_page(target, query_params={SESSION_PARAM: session_id})
+    elif total == 0 and where == _data.SessionFilter():
+        st.info("The ledger has no sessions yet. Record some calls, or run `intentrace demo`.")
+    else:
+        st.info("No session matches these filters.")
+
+    if search:
+        _matching_calls(url, search)
+
+
+def _matching_calls(url: str, text: str) -> None:
+    found = _data.find_calls(url, text, MATCHING_CALLS)
+    st.subheader("Matching calls")
+    if not found:
+        st.caption("No call's intent, outcome or label contains this text.")
+        return
+    for anchor in found:
+        with st.container(horizontal=True, vertical_alignment="center"):
+            st.text(one_line(call_label(anchor)), wrap=False, width="stretch")
+            st.text(one_line(anchor["session_id"] or "(no session)", 40), width="content")
+            link_to_call(anchor["session_id"], anchor["tool_call_id"])
+
+
+__all__ = ["render"]
