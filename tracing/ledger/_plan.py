@@ -10,7 +10,10 @@ transaction), then ``plan_batch`` replays the batch's writes in arrival order on
 * a settled status is never overwritten by a live one: a live write for a settled call only fills
   columns that are still NULL, other than the label and its inputs (intent, outcome);
 * ``seq`` (first write, or a move to another session) and ``settle_seq`` (first settle) come from
-  the session's counter in event order; the store hands out the ranges, ``assign`` fills them in.
+  the session's counter in event order; the store hands out the ranges, ``assign`` fills them in;
+* a ``streaming`` write (a stream tap) for a call already past streaming (in flight, in the
+  background or settled) never rewinds it: it only fills columns that are still NULL, never the
+  status, the label or what the label is made of.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from tracing._status import LIVE_STATUSES, SETTLED_STATUSES, STATUSES, frame_label
+from tracing._status import LIVE_STATUSES, SETTLED_STATUSES, STATUSES, STREAMING, frame_label
 from tracing.ledger._model import ANCHOR_COLUMNS, COLUMN_TYPES, WRITABLE_COLUMNS
 
 LOADED_COLUMNS: Final[tuple[str, ...]] = tuple(
@@ -33,6 +36,7 @@ NOT_LOADED: Final = object()
 """Stands for a stored non-NULL ``args``/``result`` value that the lookup did not load."""
 
 _STATUSES: Final = frozenset(STATUSES)
+_STREAMING_NEVER_FILLS: Final = frozenset({"status", "label", "intent", "outcome"})
 _LABEL_INPUTS: Final = frozenset({"status", "intent", "outcome", "tool_name"})
 _SETTLED_FINAL: Final = _LABEL_INPUTS | {"label"}
 _TEXT_COLUMNS: Final = frozenset(c for c, t in COLUMN_TYPES.items() if t == "text")
@@ -227,6 +231,15 @@ def _slot(plan: BatchPlan, session_id: str, target: _Call | list[int], kind: str
 def _apply(plan: BatchPlan, call: _Call, write: dict[str, Any], *, new: bool, now_ns: int) -> None:
     row = call.row
     status = write["status"]
+    if not new and status == STREAMING and row["status"] != STREAMING:
+        # A late stream-tap write never rewinds a call that its processor already started,
+        # backgrounded or settled (writers in other processes race): it only fills gaps.
+        for key, value in write.items():
+            if key not in _STREAMING_NEVER_FILLS and value is not None and row[key] is None:
+                row[key] = value
+        _touch_session(plan, row)
+        return
+
     if not new and row["status"] in SETTLED_STATUSES and status in LIVE_STATUSES:
         # A late or replayed live write never un-settles a call: it only fills gaps, and never
         # in the label or what the label is made of (a settled label is final).

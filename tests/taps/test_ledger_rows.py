@@ -1,0 +1,114 @@
+"""One row per call: streaming (the tap) -> in flight -> settled (the processor), in place,
+and a late streaming write never rewinds it. On SQLite and on the real PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.ledger.conftest import FAST, pg_schema_url
+from tracing.ledger import AnchorWrite, Ledger, open_ledger
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_ledger(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Ledger]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('rows')}/ledger.db"
+    else:
+        url = pg_schema_url(request.getfixturevalue("postgres_url"))
+    led = open_ledger(url, options=FAST)
+    yield led
+    led.close()
+
+
+def w(status: str, **kw: Any) -> AnchorWrite:
+    return {"tool_call_id": "call_1", "tool_name": "search_code", "status": status, **kw}  # type: ignore[typeddict-item]
+
+
+def streaming(intent: str | None, **kw: Any) -> AnchorWrite:
+    return w("streaming", intent=intent, **kw)
+
+
+def row(ledger: Ledger) -> dict[str, Any]:
+    assert ledger.flush(), ledger.recent_errors()
+    found = ledger.anchor("call_1")
+    assert found is not None
+    return dict(found)
+
+
+def test_streaming_then_in_flight_then_settled_is_one_row(any_ledger: Ledger) -> None:
+    led = any_ledger
+    led.record(streaming(None, session_id="conv", start_ns=1_000, batch_id="msg_1", turn=2))
+    first = row(led)
+    assert (first["status"], first["label"], first["seq"]) == (
+        "streaming",
+        "Running search_code",
+        1,
+    )
+    led.record(streaming("Searching for"))
+    led.record(streaming("Searching for OAuth handling"))
+    grown = row(led)
+    assert (grown["status"], grown["label"]) == ("streaming", "Searching for OAuth handling")
+    assert grown["updated_ns"] > first["updated_ns"]
+    led.record(
+        w(
+            "in_flight",
+            session_id="conv",
+            intent="Searching for OAuth handling",
+            start_ns=2_000,
+            trace_id="a" * 32,
+            span_id="b" * 16,
+        )
+    )
+    flying = row(led)
+    assert (flying["status"], flying["seq"], flying["start_ns"]) == ("in_flight", 1, 2_000)
+    assert flying["batch_id"] == "msg_1" and flying["turn"] == 2  # the tap's context stays
+    led.record(w("success", outcome="Found 12 results", end_ns=2_000_000_000))
+    done = row(led)
+    assert (done["status"], done["label"], done["seq"]) == ("success", "Found 12 results", 1)
+    assert done["settle_seq"] is not None and done["duration_ms"] == pytest.approx(1999.998)
+    assert [a["tool_call_id"] for a in led.session_anchors("conv")] == ["call_1"]
+
+
+@pytest.mark.parametrize("later", ["in_flight", "background", "success", "error"])
+def test_a_late_streaming_write_never_rewinds(any_ledger: Ledger, later: str) -> None:
+    led = any_ledger
+    led.record(streaming(None, session_id="conv"))
+    led.record(
+        w(
+            later,
+            intent="Searching for OAuth",
+            end_ns=None if later in ("in_flight", "background") else 5,
+        )
+    )
+    before = row(led)
+    # the tap's last writes arrive late (another process, a slow queue): same batch, then later
+    led.record(
+        streaming(
+            "Searching for OAuth handling (late)", agent_id="coder", redaction='{"args": "keep"}'
+        )
+    )
+    mid = row(led)
+    led.record(streaming("x", label="x"))
+    after = row(led)
+    for r in (mid, after):
+        assert (r["status"], r["intent"], r["label"]) == (
+            before["status"],
+            before["intent"],
+            before["label"],
+        )
+    assert after["agent_id"] == "coder"  # gaps may be filled
+    assert after["redaction"] == '{"args": "keep"}'
+
+
+def test_streaming_and_in_flight_in_one_batch(any_ledger: Ledger) -> None:
+    # Whether both writes coalesce in one transaction or not, the in-flight status wins.
+    led = any_ledger
+    led.record(w("in_flight", session_id="conv", intent="Reading"))
+    led.record(streaming("Reading the router"))
+    r = row(led)
+    assert (r["status"], r["intent"]) == ("in_flight", "Reading")
