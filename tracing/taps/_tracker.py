@@ -1,0 +1,392 @@
+"""One tapped stream: its tool calls, their intent readers, and what gets published.
+
+SDK-agnostic: ``_events`` turns each SDK's stream events into ``start``/``feed``/``end`` calls
+keyed by a per-stream key (the call's index in the response). Everything here runs on the
+application's thread between two stream events, so the common path (a delta for a call whose
+intent is already complete, or a delta that does not change the visible label) is a dict
+lookup and an attribute test. Nothing here raises into the application: errors are counted
+(``tap_stats()``) and logged once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from tracing._intent import IntentRegistry, sanitize_label
+from tracing._status import ABANDONED, STREAMING
+from tracing._streaming import IntentStreamReader, StreamingIntent
+from tracing.taps._events import dispatch
+from tracing.taps._options import TapOptions
+
+if TYPE_CHECKING:
+    from redaction import RedactionPolicy
+    from tracing.ledger import AnchorWrite
+
+_log = logging.getLogger("tracing.taps")
+
+IntentCallback = Callable[[str, str, StreamingIntent], None]
+"""``on_intent(call_id, tool_name, intent)``: called on the application's thread each time the
+visible intent of a label-bearing call grows, and once when it is complete."""
+
+_PENDING: Final = 0  # id or name not known yet
+_TAPPED: Final = 1  # label-bearing: its intent is read and published
+_IGNORED: Final = 2  # not label-bearing (or given up): deltas are dropped at once
+
+_MAX_BUFFER: Final = 1 << 16
+"""Argument text kept for a call whose id or name has not arrived yet (then it is ignored)."""
+
+_TRAILING_TOKEN: Final = re.compile(r"[!-~]+\Z")
+"""A trailing run of printable ASCII: a word (or a secret) the model may still be writing."""
+
+
+class AnchorRecorder(Protocol):
+    """Where anchors go: a ``tracing.ledger.Ledger`` or anything with its ``record``."""
+
+    def record(self, write: AnchorWrite) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TapContext:
+    """Session, agent, turn and batch written on the anchors of one stream."""
+
+    session_id: str | None = None
+    agent_id: str | None = None
+    turn: int | None = None
+    batch_id: str | None = None
+
+
+class _Stats:
+    """Process-wide counters (``tap_stats()``); updated off the per-event path."""
+
+    KEYS: Final = (
+        "streams", "calls", "tapped_calls", "writes", "abandoned", "redaction_dropped",
+        "callback_errors", "internal_errors",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.values: dict[str, int] = dict.fromkeys(self.KEYS, 0)
+        self.logged: set[str] = set()
+
+    def add(self, key: str, n: int = 1) -> None:
+        with self.lock:
+            self.values[key] += n
+
+    def error(self, key: str, where: str, exc: BaseException) -> None:
+        with self.lock:
+            self.values[key] += 1
+            first = where not in self.logged
+            self.logged.add(where)
+        if first:
+            _log.warning("intentrace taps: %s failed (counted, not raised)", where, exc_info=exc)
+
+
+STATS: Final = _Stats()
+
+
+def tap_stats() -> dict[str, int]:
+    """Counters of every tap in this process: ``streams``, ``calls`` (tool calls seen),
+    ``tapped_calls`` (label-bearing), ``writes`` (ledger writes), ``abandoned``,
+    ``redaction_dropped`` (writes dropped because redaction could not run: fail closed),
+    ``callback_errors`` (raised by ``on_intent``), ``internal_errors`` (bugs, never raised)."""
+    with STATS.lock:
+        return dict(STATS.values)
+
+
+def _hold_back(text: str) -> str:
+    """``text`` up to its last complete word (see ``TapOptions.whole_words``)."""
+    m = _TRAILING_TOKEN.search(text)
+    return text[: m.start()] if m else text
+
+
+class _Call:
+    __slots__ = (
+        "buffer", "call_id", "ended", "fed", "last_t", "published", "reader", "seen",
+        "start_ns", "state", "tool_name", "updates", "wrote",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.state = _PENDING
+        self.call_id: str | None = None
+        self.tool_name: str | None = None
+        self.buffer: list[str | bytes] | None = None
+        self.reader: IntentStreamReader | None = None
+        self.seen: StreamingIntent | None = None
+        self.published: str | None = None
+        self.wrote = False
+        self.updates = 0
+        self.last_t = float("-inf")
+        self.ended = False
+        self.fed = False
+        self.start_ns = time.time_ns()
+
+
+class ToolCallTracker:
+    """Reads the intent of each tool call of ONE streamed model response as it arrives.
+
+    ``StreamTap.wrap`` makes one per stream and feeds it for you. Use it directly as an event
+    handler when you consume the stream some other way: call ``observe(event)`` with each
+    event of an ``openai`` or ``anthropic`` stream (or ``start``/``feed``/``end`` for another
+    provider), then ``close()`` at the end (``close(error)`` when the stream failed). Never
+    raises; not thread-safe (one stream is read by one thread).
+    """
+
+    __slots__ = (
+        "_abandon", "_calls", "_clock", "_closed", "_context", "_interval", "_max_updates",
+        "_on_intent", "_policy", "_recorder", "_registry", "_whole_words", "batch_id",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        recorder: AnchorRecorder | None,
+        policy: RedactionPolicy,
+        registry: IntentRegistry,
+        context: TapContext,
+        on_intent: IntentCallback | None = None,
+        options: TapOptions | None = None,
+    ) -> None:
+        opts = options or TapOptions()
+        self._recorder = recorder
+        self._policy = policy
+        self._registry = registry
+        self._context = context
+        self._on_intent = on_intent
+        self._interval = max(0, opts.publish_interval_millis) / 1000
+        self._max_updates = max(0, opts.max_updates_per_call)
+        self._whole_words = opts.whole_words
+        self._abandon = opts.abandon_incomplete
+        self._clock = opts.clock
+        self._calls: dict[Hashable, _Call] = {}
+        self._closed = False
+        self.batch_id: str | None = context.batch_id
+        """Sibling calls of this response share it: the given one, else the response id."""
+        STATS.add("streams")
+
+    # --- SDK events ----------------------------------------------------------------------------
+    def observe(self, event: object) -> None:
+        """Take one event of an ``openai`` or ``anthropic`` stream (others are ignored)."""
+        try:
+            dispatch(self, event)
+        except Exception as exc:
+            STATS.error("internal_errors", "ToolCallTracker.observe", exc)
+
+    # --- provider-neutral steps ----------------------------------------------------------------
+    def start(
+        self, key: Hashable, call_id: str | None = None, tool_name: str | None = None
+    ) -> None:
+        """A tool call appears (or more of its identity arrives): ``key`` is its position in
+        the response; ``call_id`` the provider's tool call id; ``tool_name`` the tool."""
+        call = self._calls.get(key)
+        if call is None:
+            call = self._calls[key] = _Call()
+            STATS.add("calls")
+        if call.state != _PENDING:
+            return
+        if call_id:
+            call.call_id = call_id
+        if tool_name:
+            call.tool_name = tool_name
+        if call.call_id is None or call.tool_name is None:
+            return
+        if not self._registry.is_label_bearing(call.tool_name):
+            call.state = _IGNORED
+            call.buffer = None
+            return
+        call.state = _TAPPED
+        call.reader = IntentStreamReader()
+        STATS.add("tapped_calls")
+        self._publish(call, None, first=True)
+        buffered, call.buffer = call.buffer, None
+        for piece in buffered or ():
+            self.feed(key, piece)
+
+    def feed(self, key: Hashable, delta: str | bytes) -> None:
+        """The next piece of the arguments of the call at ``key``."""
+        call = self._calls.get(key)
+        if call is None:
+            call = self._calls[key] = _Call()
+            STATS.add("calls")
+        if call.state != _TAPPED:
+            if call.state == _PENDING:
+                buffer = call.buffer
+                if buffer is None:
+                    buffer = call.buffer = []
+                if sum(len(p) for p in buffer) + len(delta) > _MAX_BUFFER:
+                    call.state = _IGNORED  # never identified: give up on it
+                    call.buffer = None
+                else:
+                    buffer.append(delta)
+            return
+        call.fed = True
+        reader = call.reader
+        if reader is None:
+            return
+        result = reader.feed(delta)
+        if reader.done:
+            call.reader = None  # complete, or no intent to read: nothing more to learn
+        if result is call.seen:
+            return
+        call.seen = result
+        if result is not None:
+            self._grew(call, result)
+
+    def end(self, key: Hashable) -> None:
+        """The arguments of the call at ``key`` are complete."""
+        call = self._calls.get(key)
+        if call is not None:
+            call.ended = True
+            call.reader = None
+
+    def done(self, key: Hashable, arguments: str | bytes | None = None) -> None:
+        """The call at ``key`` is complete with ``arguments`` (its whole argument text; read
+        only when no delta was fed, as when a provider sends a short call in one piece)."""
+        call = self._calls.get(key)
+        if call is None:
+            return
+        if arguments and not call.fed:
+            self.feed(key, arguments)
+        self.end(key)
+
+    def end_all(self, group: Hashable = None) -> None:
+        """End every call, or (``group`` given) those keyed by a tuple that starts with it
+        (the calls of one choice of a Chat Completions response)."""
+        for key, call in self._calls.items():
+            if group is None or (isinstance(key, tuple) and key and key[0] == group):
+                call.ended = True
+                call.reader = None
+
+    def close(self, error: BaseException | None = None, *, early: bool = False) -> None:
+        """The stream is over (``error``: it failed; ``early``: the application stopped
+        reading). Calls whose arguments never completed are settled as ``abandoned``
+        (``TapOptions.abandon_incomplete``). Idempotent; never raises."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if not self._abandon:
+                return
+            if error is not None:
+                why = (
+                    f"the stream failed before the arguments were complete: {type(error).__name__}"
+                )
+            elif early:
+                why = "the stream was closed before the arguments were complete"
+            else:
+                why = "the stream ended before the arguments were complete"
+            for call in self._calls.values():
+                if call.state == _TAPPED and not call.ended and call.wrote:
+                    seen = call.seen
+                    text = seen.text if seen is not None else None
+                    if seen is not None and not seen.complete and self._whole_words:
+                        text = _hold_back(seen.text)
+                    self._publish(call, text, status=ABANDONED, error=why)
+                    STATS.add("abandoned")
+        except Exception as exc:
+            STATS.error("internal_errors", "ToolCallTracker.close", exc)
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` was called."""
+        return self._closed
+
+    # --- publishing ------------------------------------------------------------------------------
+    def _grew(self, call: _Call, result: StreamingIntent) -> None:
+        if not result.text and not result.complete:
+            return  # the opening quote: nothing to show yet
+        callback = self._on_intent
+        if callback is not None:
+            try:
+                callback(
+                    call.call_id or "",
+                    call.tool_name or "",
+                    StreamingIntent(sanitize_label(result.text), result.complete),
+                )
+            except Exception as exc:
+                STATS.error("callback_errors", "the on_intent callback", exc)
+        if self._recorder is None:
+            return
+        if result.complete:
+            self._publish(call, result.text, final=True)
+            return
+        if call.updates >= self._max_updates:
+            return
+        now = self._clock()
+        if now - call.last_t < self._interval:
+            return
+        text = _hold_back(result.text) if self._whole_words else result.text
+        if text and self._publish(call, text):
+            call.updates += 1
+            call.last_t = now
+
+    def _publish(
+        self,
+        call: _Call,
+        text: str | None,
+        *,
+        first: bool = False,
+        final: bool = False,
+        status: str = STREAMING,
+        error: str | None = None,
+    ) -> bool:
+        """Redact, sanitize and write one anchor update; False when nothing was written."""
+        recorder = self._recorder
+        if recorder is None:
+            return False
+        tool = call.tool_name or ""
+        ctx = self._context
+        try:
+            red = self._policy.redact_call(
+                tool_name=tool, agent_id=ctx.agent_id, intent=text, error=error
+            )
+        except Exception as exc:  # RedactionError: fail closed, the update is dropped
+            STATS.error("redaction_dropped", "redaction of a streaming intent", exc)
+            return False
+        intent = (sanitize_label(red.intent) if red.intent else None) or None
+        if intent == call.published and status == STREAMING and not first and not final:
+            return False
+        write: dict[str, Any] = {
+            "tool_call_id": call.call_id,
+            "tool_name": tool,
+            "status": status,
+            "intent": intent,
+        }
+        if first:
+            write["session_id"] = ctx.session_id or ""
+            write["start_ns"] = call.start_ns
+            if ctx.agent_id is not None:
+                write["agent_id"] = ctx.agent_id
+            if ctx.turn is not None:
+                write["turn"] = ctx.turn
+            if self.batch_id is not None:
+                write["batch_id"] = self.batch_id
+        if first or final or status != STREAMING:
+            decision = red.decision
+            write["redaction"] = json.dumps(
+                {
+                    "args": str(decision.args),
+                    "output": str(decision.output),
+                    "intent_hidden": bool(text) and intent is None,
+                    "outcome_hidden": False,
+                    "scrubbed": red.scrubbed,
+                }
+            )
+        if status != STREAMING:
+            write["end_ns"] = time.time_ns()
+            write["error"] = red.error
+        try:
+            recorder.record(write)  # pyright: ignore[reportArgumentType]
+        except Exception as exc:  # a Ledger never raises; another recorder might
+            STATS.error("internal_errors", "recording a streaming anchor", exc)
+            return False
+        call.published = intent
+        call.wrote = True
+        STATS.add("writes")
+        return True
