@@ -104,6 +104,10 @@ class AnchorWrite(TypedDict):
     NULL, never ``label``/``intent``/``outcome``). Repeated settles: the last one wins,
     ``settle_seq`` keeps the first. ``label`` absent: resolved with ``frame_label`` from the
     stored fields. A write that changes nothing writes nothing (``updated_ns`` stays).
+    A ``streaming`` write (a stream tap) for a call already past streaming (in flight, in the
+    background, settled) never rewinds it: it too only fills columns still NULL, never the
+    status, ``label``, ``intent`` or ``outcome``. So one row goes streaming -> in flight ->
+    settled whatever order the writers' updates arrive in.
     """
 
     tool_call_id: str
