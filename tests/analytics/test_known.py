@@ -1,0 +1,251 @@
+"""Hand-built ledgers with answers worked out by hand, on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.analytics.conftest import all_anchors, call, write_all
+from tracing.analytics import Analytics, reference
+from tracing.ledger import Ledger
+
+OAUTH = "Searching for OAuth handling"
+ROUTER = "Reading the callback router"
+LOCK = "Editing the lockfile by hand"
+
+
+def _story() -> list:
+    return [
+        call("c1", "search_code", OAUTH, batch="b1", start_ms=0),
+        call("c2", "read_file", ROUTER, batch="b1", start_ms=1),
+        call("c3", "edit_file", LOCK, batch="b2", start_ms=2),
+        call("c4", "run_tests", "Running the tests", status="error", batch="b3", start_ms=3),
+        call("c5", "read_file", ROUTER, batch="b4", start_ms=4),
+        call("c6", "edit_file", LOCK, batch="b5", start_ms=5),
+        call("c7", "shell", "Running a build", status="error", batch="b6", start_ms=6),
+    ]
+
+
+def test_precursors_known(
+    store_url: str,
+    make_ledger: Callable[[str], Ledger],
+    make_analytics: Callable[..., Analytics],
+) -> None:
+    ledger = make_ledger(store_url)
+    write_all(ledger, _story())
+    engine = make_analytics(store_url)
+    result = engine.run("precursors", {"k": 2, "min_support": 0.0})
+    # 7 settled calls, failures c4 and c7; windows of 2: c3{oauth,router} c4{router,lock}
+    # c5{lock,tests} c6{tests,router} c7{router,lock}: router in 4 windows, lock in 3.
+    assert result.columns == ("item", "count", "support", "lift", "windows", "occurrences")
+    assert result.rows == [
+        ("editing the lockfile by hand", 2, 1.0, (2 * 7) / (2 * 3), 3, 2),
+        ("reading the callback router", 2, 1.0, (2 * 7) / (2 * 4), 4, 2),
+    ]
+    # k=1: only the call right before each failure (c3 before c4, c6 before c7)
+    assert [r[:2] for r in engine.run("precursors", {"k": 1, "min_support": 0.0}).rows] == [
+        ("editing the lockfile by hand", 2)
+    ]
+    # min_support keeps rare items out: nothing reaches 100% of failures at k=1 except lock
+    assert engine.run("precursors", {"k": 2, "min_support": 1.0}).rows == result.rows
+    phrases = engine.run("precursors", {"k": 2, "min_support": 0.0, "by": "phrase"})
+    assert {r[0] for r in phrases.rows} == {"editing the", "reading the"}
+    assert result.rows == reference("precursors", all_anchors(ledger), {"k": 2, "min_support": 0})
+
+
+def test_vague_intents_known(
+    store_url: str,
+    make_ledger: Callable[[str], Ledger],
+    make_analytics: Callable[..., Analytics],
+) -> None:
+    ledger = make_ledger(store_url)
+    write_all(
+        ledger,
+        [
+            call("v1", "read_file", None),  # missing
+            call("v2", "read_file", "Read"),  # too short
+            call("v3", "read_file", "Running read_file now"),  # names the tool
+            call("v4", "read_file", "Doing the next step"),  # generic words only
+            call("v5", "read_file", "Reading config file", args={"path": "a.py"}),  # reused
+            call("v6", "read_file", "reading CONFIG file!", args={"path": "b.py"}),  # reused
+            call("v7", "read_file", "Reading the settings module", args={"path": "c.py"}),
+            call("v8", "read_file", "Reading a secret", hidden=True),  # not counted
+            call("v9", "grep", "Looking for uses of the retry policy"),
+        ],
+    )
+    engine = make_analytics(store_url)
+    result = engine.run("vague_intents", {"min_calls": 1})
+    assert result.records() == [
+        {
+            "tool_name": "read_file",
+            "calls": 7,
+            "missing": 1,
+            "short": 1,
+            "names_tool": 1,
+            "generic": 1,
+            "reused": 2,
+            "vague": 6,
+            "vague_share": 6 / 7,
+        },
+        {
+            "tool_name": "grep",
+            "calls": 1,
+            "missing": 0,
+            "short": 0,
+            "names_tool": 0,
+            "generic": 0,
+            "reused": 0,
+            "vague": 0,
+            "vague_share": 0.0,
+        },
+    ]
+    assert engine.run("vague_intents", {"min_calls": 2}).rows == result.rows[:1]
+    # a stricter length rule moves "Reading config file" (3 words) from reused to short
+    strict = engine.run("vague_intents", {"min_calls": 1, "min_words": 4}).records()[0]
+    assert (strict["short"], strict["reused"]) == (3, 0)
+
+
+def test_redundancy_known(
+    store_url: str,
+    make_ledger: Callable[[str], Ledger],
+    make_analytics: Callable[..., Analytics],
+) -> None:
+    ledger = make_ledger(store_url)
+    write_all(
+        ledger,
+        [
+            # one batch of 3 siblings, two with the same intent
+            call("r1", "read_file", ROUTER, batch="bA", args={"path": "a.py", "n": 1}),
+            call(
+                "r2", "read_file", "Reading  the callback-router", batch="bA", args={"path": "b.py"}
+            ),
+            call("r3", "grep", "Looking for uses", batch="bA", args={"q": "x"}),
+            # equivalent arguments (other key order, other spacing): a repeat
+            call(
+                "r4",
+                "read_file",
+                "Reading a.py again",
+                batch="bB",
+                args='{ "n" : 1, "path": "a.py" }',
+            ),
+            # the same grep after it failed is a retry; after a success it is a repeat
+            call("r5", "grep", "Looking again", batch="bC", args={"q": "y"}, status="error"),
+            call("r6", "grep", "Looking again", batch="bD", args={"q": "y"}),
+            call("r7", "grep", "Looking once more", batch="bE", args={"q": "y"}),
+            # other session: the same args are not a repeat across sessions
+            call(
+                "r8", "read_file", ROUTER, session="s2", batch="bF", args={"path": "a.py", "n": 1}
+            ),
+        ],
+    )
+    engine = make_analytics(store_url)
+    by_tool = engine.run("redundancy", {"by": "tool"}).records()
+    assert by_tool == [
+        {
+            "tool_name": "read_file",
+            "calls": 4,
+            "sibling_calls": 2,
+            "redundant_siblings": 1,
+            "sibling_rate": 0.5,
+            "repeats": 1,
+            "repeat_rate": 0.25,
+        },
+        {
+            "tool_name": "grep",
+            "calls": 4,
+            "sibling_calls": 1,
+            "redundant_siblings": 0,
+            "sibling_rate": 0.0,
+            "repeats": 1,
+            "repeat_rate": 0.25,
+        },
+    ]
+    by_session = engine.run("redundancy", {"by": "session"}).rows
+    assert [r[:6] for r in by_session] == [("s1", 7, 3, 1, 1 / 3, 2), ("s2", 1, 0, 0, None, 0)]
+
+
+def test_tools_and_over_time_known(
+    store_url: str,
+    make_ledger: Callable[[str], Ledger],
+    make_analytics: Callable[..., Analytics],
+) -> None:
+    ledger = make_ledger(store_url)
+    day = 86_400_000
+    write_all(
+        ledger,
+        [
+            call("t1", "read_file", "Reading a", duration_ms=10, start_ms=0),
+            call("t2", "read_file", "Reading bb", duration_ms=40, start_ms=1),
+            call("t3", "read_file", None, duration_ms=30, start_ms=2, status="error"),
+            call("t4", "read_file", "Reading the long file", duration_ms=20, start_ms=day),
+            call("t5", "read_file", "Reading live", status="in_flight", start_ms=day + 1),
+            call("t6", "grep", "Secret", hidden=True, duration_ms=5, start_ms=day + 2),
+        ],
+    )
+    engine = make_analytics(store_url)
+    tools = engine.run("tools").records()
+    assert tools == [
+        {
+            "tool_name": "read_file",
+            "calls": 5,
+            "settled": 4,
+            "errors": 1,
+            "error_rate": 0.25,
+            "p50_ms": 20.0,  # nearest rank: 2nd of 10, 20, 30, 40
+            "p95_ms": 40.0,
+            "labelled": 4,
+            "label_coverage": 0.8,
+        },
+        {
+            "tool_name": "grep",
+            "calls": 1,
+            "settled": 1,
+            "errors": 0,
+            "error_rate": 0.0,
+            "p50_ms": 5.0,
+            "p95_ms": 5.0,
+            "labelled": 0,
+            "label_coverage": None,  # its only intent was hidden
+        },
+    ]
+    assert [r["tool_name"] for r in engine.run("tools", {"min_calls": 2}).records()] == [
+        "read_file"
+    ]
+    days = engine.run("over_time", {"bucket": "day"}).records()
+    assert days == [
+        {
+            "bucket": "2026-01-01",
+            "calls": 3,
+            "labelled": 2,
+            "label_coverage": 2 / 3,
+            "mean_intent_chars": (9 + 10) / 2,
+            "mean_intent_words": 2.0,
+        },
+        {
+            "bucket": "2026-01-02",
+            "calls": 2,
+            "labelled": 2,
+            "label_coverage": 1.0,
+            "mean_intent_chars": (21 + 12) / 2,
+            "mean_intent_words": 3.0,
+        },
+    ]
+    weeks = engine.run("over_time", {"bucket": "week"}).rows
+    assert [(r[0], r[1]) for r in weeks] == [("2025-12-29", 5)]  # the Monday before
+
+
+def test_unknown_analysis_and_bad_params(sqlite_url: str, make_ledger, make_analytics) -> None:
+    make_ledger(sqlite_url).flush()
+    engine = make_analytics(sqlite_url)
+    from tracing.analytics import AnalyticsError
+
+    with pytest.raises(AnalyticsError, match="unknown analysis 'nope'"):
+        engine.run("nope")
+    with pytest.raises(AnalyticsError, match="'k' must be at most 32"):
+        engine.run("precursors", {"k": 33})
+    with pytest.raises(AnalyticsError, match="unknown parameter 'kk'"):
+        engine.run("precursors", {"kk": 3})
+    with pytest.raises(AnalyticsError, match="must be one of hour, day, week"):
+        engine.run("over_time", {"bucket": "year"})
+    assert engine.run("precursors").rows == []  # an empty ledger has no answers, no errors

@@ -1,0 +1,387 @@
+"""The analyses: documented parameters, their validation, and the SQL over the columnar copy.
+
+Every analysis reads the ``calls`` table of the copy (see ``_engine``); each returns rows in a
+total order (ties broken by the key), so the fast path and the reference implementation in
+``_reference`` can be compared row for row. Definitions: docs/analytics.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from tracing._status import FAILED_STATUSES, SETTLED_STATUSES
+from tracing.analytics._derive import normalize_intent
+from tracing.analytics._structure import MAX_WINDOW
+
+
+class AnalyticsError(ValueError):
+    """A bad analysis name, parameter, dashboard or query; the message is one line."""
+
+
+def _sql_list(values: frozenset[str]) -> str:
+    return "(" + ", ".join(f"'{v}'" for v in sorted(values)) + ")"
+
+
+SETTLED_SQL: Final = _sql_list(SETTLED_STATUSES)
+FAILED_SQL: Final = _sql_list(FAILED_STATUSES)
+
+DEFAULT_GENERIC_WORDS: Final[tuple[str, ...]] = (
+    "a", "again", "all", "am", "an", "and", "call", "calling", "check", "checking", "continue",
+    "continuing", "data", "do", "doing", "done", "function", "get", "getting", "go", "handle",
+    "handling", "i", "info", "information", "is", "it", "let", "lets", "me", "more", "next",
+    "now", "on", "please", "process", "processing", "request", "run", "running", "some",
+    "something", "step", "stuff", "task", "that", "the", "thing", "things", "this", "to", "tool",
+    "try", "trying", "use", "using", "will", "work", "working",
+)  # fmt: skip
+"""Words of a generic intent: one made only of these says nothing (``Doing the next step``)."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of an analysis."""
+
+    kind: str
+    """``int``, ``float``, ``choice`` or ``words`` (a list of strings)."""
+    default: Any
+    doc: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON Schema of this parameter (for dashboards/schema.json)."""
+        schema: dict[str, Any]
+        if self.kind == "int":
+            schema = {"type": "integer"}
+        elif self.kind == "float":
+            schema = {"type": "number"}
+        elif self.kind == "choice":
+            schema = {"type": "string", "enum": list(self.choices)}
+        else:
+            schema = {"type": "array", "items": {"type": "string"}}
+        if self.minimum is not None:
+            schema["minimum"] = self.minimum
+        if self.maximum is not None:
+            schema["maximum"] = self.maximum
+        schema["description"] = self.doc
+        return schema
+
+    def check(self, analysis: str, name: str, value: Any) -> Any:
+        """The validated value; AnalyticsError (one line) when it does not fit."""
+        where = f"{analysis}: parameter {name!r}"
+        if self.kind == "int":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise AnalyticsError(f"{where} must be an integer, not {value!r}")
+        elif self.kind == "float":
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise AnalyticsError(f"{where} must be a number, not {value!r}")
+            value = float(value)
+        elif self.kind == "choice":
+            if value not in self.choices:
+                raise AnalyticsError(f"{where} must be one of {', '.join(self.choices)}")
+        else:
+            if isinstance(value, str) or not isinstance(value, list | tuple):
+                raise AnalyticsError(f"{where} must be a list of words")
+            items: list[Any] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+            if not all(isinstance(v, str) for v in items):
+                raise AnalyticsError(f"{where} must be a list of words")
+            value = tuple(str(v) for v in items)
+        if self.minimum is not None and value < self.minimum:
+            raise AnalyticsError(f"{where} must be at least {self.minimum:g}")
+        if self.maximum is not None and value > self.maximum:
+            raise AnalyticsError(f"{where} must be at most {self.maximum:g}")
+        return value
+
+
+Query = tuple[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """An analysis: name, parameters, result columns, and the SQL builder."""
+
+    name: str
+    title: str
+    description: str
+    params: Mapping[str, Param]
+    columns: Callable[[Mapping[str, Any]], tuple[str, ...]]
+    sql: Callable[[Mapping[str, Any]], Query] = field(repr=False)
+
+    def resolve(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Defaults filled in, every value validated (AnalyticsError on a bad one)."""
+        given = dict(given or {})
+        unknown = sorted(set(given) - set(self.params))
+        if unknown:
+            raise AnalyticsError(
+                f"{self.name}: unknown parameter {unknown[0]!r} "
+                f"(known: {', '.join(self.params) or 'none'})"
+            )
+        out: dict[str, Any] = {}
+        for name, param in self.params.items():
+            value = given.get(name, param.default)
+            out[name] = param.check(self.name, name, value)
+        return out
+
+
+def generic_vocabulary(words: tuple[str, ...]) -> list[str]:
+    """The generic-word parameter normalized like intents (sorted, unique)."""
+    out: set[str] = set()
+    for word in words:
+        norm = normalize_intent(word)
+        if norm:
+            out.update(norm.split(" "))
+    return sorted(out)
+
+
+# --- 1. failure precursors -------------------------------------------------------------------
+_PRECURSOR_COLUMNS: Final = ("item", "count", "support", "lift", "windows", "occurrences")
+
+
+def _precursors_sql(p: Mapping[str, Any]) -> Query:
+    item, gap = ("phrase", "gap_phrase") if p["by"] == "phrase" else ("norm_intent", "gap_intent")
+    sql = f"""
+WITH t AS (
+  SELECT count(*) FILTER (status IN {SETTLED_SQL}) AS n,
+         count(*) FILTER (status IN {FAILED_SQL}) AS fl
+  FROM calls),
+y AS (
+  SELECT {item} AS item, owner_mask, fail_mask,
+         (1::BIGINT << (CASE WHEN {gap} > 0 AND {gap} < $k THEN {gap} ELSE $k END)) - 1 AS m
+  FROM calls WHERE {item} IS NOT NULL),
+g AS (
+  SELECT item, sum(bit_count(fail_mask & m))::BIGINT AS count,
+         sum(bit_count(owner_mask & m))::BIGINT AS windows, count(*)::BIGINT AS occurrences
+  FROM y GROUP BY item)
+SELECT item, count, count / fl AS support, (count * n) / (fl * windows) AS lift,
+       windows, occurrences
+FROM g, t
+WHERE count > 0 AND count / fl >= $min_support
+ORDER BY lift DESC, count DESC, item
+LIMIT $limit"""
+    return sql, {"k": p["k"], "min_support": p["min_support"], "limit": p["limit"]}
+
+
+PRECURSORS = Analysis(
+    name="precursors",
+    title="Failure precursors",
+    description=(
+        "Normalized intents (or their leading phrase) found among the k calls before failed, "
+        "cancelled or abandoned calls, ranked by lift: how much more often they precede a "
+        "failure than they precede any settled call."
+    ),
+    params={
+        "k": Param("int", 3, "calls before each failure that form its window", 1, MAX_WINDOW),
+        "by": Param(
+            "choice", "intent", "rank intents or their leading phrase", choices=("intent", "phrase")
+        ),
+        "min_support": Param(
+            "float", 0.01, "least share of failure windows an item must appear in", 0.0, 1.0
+        ),
+        "limit": Param("int", 25, "rows to return", 1, 10_000),
+    },
+    columns=lambda p: _PRECURSOR_COLUMNS,
+    sql=_precursors_sql,
+)
+
+
+# --- 2. vague intents per tool ---------------------------------------------------------------
+_VAGUE_COLUMNS: Final = (
+    "tool_name", "calls", "missing", "short", "names_tool", "generic", "reused", "vague",
+    "vague_share",
+)  # fmt: skip
+
+
+def _vague_sql(p: Mapping[str, Any]) -> Query:
+    sql = """
+WITH distinct_intents AS (
+  SELECT first(norm_intent) AS n FROM calls WHERE norm_intent IS NOT NULL GROUP BY norm_intent),
+generic AS (SELECT n FROM distinct_intents WHERE list_has_all($generic, string_split(n, ' '))),
+c AS (
+  SELECT tool_name,
+         CASE WHEN norm_intent IS NULL THEN 1
+              WHEN intent_words < $min_words THEN 2
+              WHEN names_tool THEN 3
+              WHEN norm_intent IN (SELECT n FROM generic) THEN 4
+              WHEN reused THEN 5
+              ELSE 0 END AS cat
+  FROM calls WHERE NOT hidden)
+SELECT tool_name, count(*) AS calls,
+       count(*) FILTER (cat = 1) AS missing, count(*) FILTER (cat = 2) AS short,
+       count(*) FILTER (cat = 3) AS names_tool, count(*) FILTER (cat = 4) AS generic,
+       count(*) FILTER (cat = 5) AS reused, count(*) FILTER (cat > 0) AS vague,
+       count(*) FILTER (cat > 0) / count(*) AS vague_share
+FROM c GROUP BY tool_name HAVING count(*) >= $min_calls
+ORDER BY vague_share DESC, calls DESC, tool_name"""
+    return sql, {
+        "min_words": p["min_words"],
+        # an empty vocabulary matches nothing ('' is never a word of a normalized intent)
+        "generic": generic_vocabulary(p["generic_words"]) or [""],
+        "min_calls": p["min_calls"],
+    }
+
+
+VAGUE = Analysis(
+    name="vague_intents",
+    title="Vague intents per tool",
+    description=(
+        "Share of each tool's calls whose intent is missing, too short, names the tool itself, "
+        "is made only of generic words, or was reused in the session for different arguments "
+        "(the first that applies); tools ranked by that share."
+    ),
+    params={
+        "min_words": Param("int", 3, "an intent with fewer words is too short", 1, 100),
+        "generic_words": Param("words", DEFAULT_GENERIC_WORDS, "words of a generic intent"),
+        "min_calls": Param("int", 20, "tools with fewer calls are left out", 1, None),
+    },
+    columns=lambda p: _VAGUE_COLUMNS,
+    sql=_vague_sql,
+)
+
+
+# --- 3. redundant siblings and repeated calls --------------------------------------------------
+_REDUNDANCY_TAIL: Final = (
+    "calls", "sibling_calls", "redundant_siblings", "sibling_rate", "repeats", "repeat_rate",
+)  # fmt: skip
+
+
+def _redundancy_columns(p: Mapping[str, Any]) -> tuple[str, ...]:
+    return ("tool_name" if p["by"] == "tool" else "session_id", *_REDUNDANCY_TAIL)
+
+
+def _redundancy_sql(p: Mapping[str, Any]) -> Query:
+    key = "tool_name" if p["by"] == "tool" else "session_id"
+    sql = f"""
+SELECT {key}, count(*) AS calls,
+       count(*) FILTER (sibling) AS sibling_calls,
+       count(*) FILTER (dup_sibling) AS redundant_siblings,
+       CASE WHEN count(*) FILTER (sibling) > 0
+            THEN count(*) FILTER (dup_sibling) / count(*) FILTER (sibling) END AS sibling_rate,
+       count(*) FILTER (repeat) AS repeats,
+       count(*) FILTER (repeat) / count(*) AS repeat_rate
+FROM calls GROUP BY {key} HAVING count(*) >= $min_calls
+ORDER BY redundant_siblings + repeats DESC, calls DESC, {key}
+LIMIT $limit"""
+    return sql, {"min_calls": p["min_calls"], "limit": p["limit"]}
+
+
+REDUNDANCY = Analysis(
+    name="redundancy",
+    title="Redundant siblings and repeated calls",
+    description=(
+        "Sibling calls of one batch with the same normalized intent (all but the first), and "
+        "calls repeating an earlier call of the session with the same tool and equivalent "
+        "arguments that are not retries after a failure; per tool or per session."
+    ),
+    params={
+        "by": Param("choice", "tool", "group per tool or per session", choices=("tool", "session")),
+        "min_calls": Param("int", 1, "groups with fewer calls are left out", 1, None),
+        "limit": Param("int", 50, "rows to return", 1, 100_000),
+    },
+    columns=_redundancy_columns,
+    sql=_redundancy_sql,
+)
+
+
+# --- 4. per tool -----------------------------------------------------------------------------
+_TOOL_COLUMNS: Final = (
+    "tool_name", "calls", "settled", "errors", "error_rate", "p50_ms", "p95_ms", "labelled",
+    "label_coverage",
+)  # fmt: skip
+
+
+def _tools_sql(p: Mapping[str, Any]) -> Query:
+    sql = f"""
+WITH g AS (
+  SELECT tool_name, count(*) AS calls,
+         count(*) FILTER (status IN {SETTLED_SQL}) AS settled,
+         count(*) FILTER (status = 'error') AS errors,
+         quantile_disc(duration_ms, 0.5) FILTER (status IN {SETTLED_SQL}) AS p50_ms,
+         quantile_disc(duration_ms, 0.95) FILTER (status IN {SETTLED_SQL}) AS p95_ms,
+         count(*) FILTER (norm_intent IS NOT NULL) AS labelled,
+         count(*) FILTER (NOT hidden) AS visible
+  FROM calls GROUP BY tool_name)
+SELECT tool_name, calls, settled, errors,
+       CASE WHEN settled > 0 THEN errors / settled END AS error_rate,
+       p50_ms, p95_ms, labelled,
+       CASE WHEN visible > 0 THEN labelled / visible END AS label_coverage
+FROM g WHERE settled >= $min_calls
+ORDER BY calls DESC, tool_name"""
+    return sql, {"min_calls": p["min_calls"]}
+
+
+TOOLS = Analysis(
+    name="tools",
+    title="Per tool",
+    description=(
+        "Calls, error rate over settled calls (the denominator is shown), P50/P95 duration of "
+        "settled calls, and label coverage (calls with an intent among those whose intent was "
+        "not hidden by redaction)."
+    ),
+    params={
+        "min_calls": Param("int", 1, "tools with fewer settled calls are left out", 0, None),
+    },
+    columns=lambda p: _TOOL_COLUMNS,
+    sql=_tools_sql,
+)
+
+
+# --- 5. over time ----------------------------------------------------------------------------
+BUCKETS: Final[dict[str, tuple[int, int, str]]] = {  # width ns, offset ns, label format
+    "hour": (3_600_000_000_000, 0, "%Y-%m-%d %H:00"),
+    "day": (86_400_000_000_000, 0, "%Y-%m-%d"),
+    "week": (7 * 86_400_000_000_000, 4 * 86_400_000_000_000, "%Y-%m-%d"),  # Mondays
+}
+_TIME_COLUMNS: Final = (
+    "bucket", "calls", "labelled", "label_coverage", "mean_intent_chars", "mean_intent_words",
+)  # fmt: skip
+
+
+def _time_sql(p: Mapping[str, Any]) -> Query:
+    width, offset, fmt = BUCKETS[p["bucket"]]
+    sql = f"""
+WITH b AS (
+  SELECT start_ns - ((((start_ns - {offset}) % {width}) + {width}) % {width}) AS b,
+         norm_intent IS NOT NULL AS labelled, intent_chars, intent_words
+  FROM calls WHERE NOT hidden),
+g AS (
+  SELECT b, count(*) AS calls, count(*) FILTER (labelled) AS labelled,
+         sum(intent_chars) FILTER (labelled)::BIGINT AS chars,
+         sum(intent_words) FILTER (labelled)::BIGINT AS words
+  FROM b GROUP BY b)
+SELECT strftime(make_timestamp(b // 1000), '{fmt}') AS bucket, calls, labelled,
+       labelled / calls AS label_coverage,
+       CASE WHEN labelled > 0 THEN chars / labelled END AS mean_intent_chars,
+       CASE WHEN labelled > 0 THEN words / labelled END AS mean_intent_words
+FROM g ORDER BY g.b"""
+    return sql, {}
+
+
+OVER_TIME = Analysis(
+    name="over_time",
+    title="Label coverage and intent length over time",
+    description=(
+        "Per hour, day or week (UTC, by call start): calls whose intent was not hidden, how many "
+        "carried an intent, and the mean length of those intents in characters and words."
+    ),
+    params={
+        "bucket": Param("choice", "day", "width of a time bucket", choices=("hour", "day", "week")),
+    },
+    columns=lambda p: _TIME_COLUMNS,
+    sql=_time_sql,
+)
+
+
+ANALYSES: Final[dict[str, Analysis]] = {
+    a.name: a for a in (PRECURSORS, VAGUE, REDUNDANCY, TOOLS, OVER_TIME)
+}
+"""Every analysis by name."""
+
+
+def get_analysis(name: str) -> Analysis:
+    """The analysis called ``name`` (AnalyticsError when there is none)."""
+    try:
+        return ANALYSES[name]
+    except KeyError:
+        raise AnalyticsError(f"unknown analysis {name!r} (known: {', '.join(ANALYSES)})") from None

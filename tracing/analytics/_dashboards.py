@@ -1,0 +1,239 @@
+"""Declarative dashboards: one TOML file per dashboard, validated against a JSON Schema.
+
+    title = "Failure precursors"
+    description = "Which intents come before failed calls."
+
+    [[panels]]
+    title = "Intents before failures"
+    analysis = "precursors"
+    params = { k = 3, by = "intent" }
+    chart = { type = "bar", x = "lift", y = "item" }
+
+The built-in dashboards ship in the wheel (``tracing/_dashboards``) and live in ``dashboards/`` in a
+checkout; a user folder (``$INTENTRACE_DASHBOARDS`` or an argument) adds more, and a user file
+with the same name replaces a built-in one. The schema is generated from the analyses
+(``dashboard_schema``); ``dashboards/schema.json`` is a copy for editors, kept equal by a test.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, cast
+
+from tracing.analytics._analyses import ANALYSES, Analysis, AnalyticsError
+from tracing.environment_variables import INTENTRACE_DASHBOARDS
+
+CHART_TYPES: Final = ("bar", "line", "table")
+
+
+@dataclass(frozen=True)
+class Chart:
+    """How a panel is drawn: ``bar`` (x quantitative, y categories), ``line`` (x ordered), or
+    ``table`` (no chart; every panel shows its table anyway)."""
+
+    type: str = "table"
+    x: str | None = None
+    y: str | None = None
+    color: str | None = None
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One analysis with its parameters and chart."""
+
+    title: str
+    analysis: str
+    params: Mapping[str, Any]
+    """The parameters as written in the file (defaults apply to the rest)."""
+    chart: Chart
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    """A dashboard file, validated."""
+
+    name: str
+    """The file name without ``.toml`` (what ``intentrace report NAME`` takes)."""
+    title: str
+    description: str
+    panels: tuple[Panel, ...]
+    path: Path
+
+
+def _column_choices(analysis: Analysis) -> list[str]:
+    choice_params = {n: p.choices for n, p in analysis.params.items() if p.kind == "choice"}
+    columns: list[str] = []
+    for combo in itertools.product(*choice_params.values()):
+        resolved = analysis.resolve(dict(zip(choice_params, combo, strict=True)))
+        for column in analysis.columns(resolved):
+            if column not in columns:
+                columns.append(column)
+    return columns
+
+
+def dashboard_schema() -> dict[str, Any]:
+    """The JSON Schema of a dashboard file (generated from the analyses)."""
+    variants: list[dict[str, Any]] = []
+    for name, analysis in ANALYSES.items():
+        columns = _column_choices(analysis)
+        column: dict[str, Any] = {"type": "string", "enum": columns}
+        variants.append(
+            {
+                "if": {"properties": {"analysis": {"const": name}}},
+                "then": {
+                    "properties": {
+                        "params": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "properties": {
+                                p: spec.json_schema() for p, spec in analysis.params.items()
+                            },
+                        },
+                        "chart": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": ["type"],
+                            "properties": {
+                                "type": {"enum": list(CHART_TYPES)},
+                                "x": column,
+                                "y": column,
+                                "color": column,
+                            },
+                        },
+                    }
+                },
+            }
+        )
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "intentrace dashboard",
+        "description": "One dashboard: a title, a description and panels (analysis + parameters "
+        "+ chart). See docs/analytics.md.",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["title", "panels"],
+        "properties": {
+            "title": {"type": "string", "minLength": 1},
+            "description": {"type": "string"},
+            "panels": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["title", "analysis"],
+                    "properties": {
+                        "title": {"type": "string", "minLength": 1},
+                        "description": {"type": "string"},
+                        "analysis": {"enum": list(ANALYSES)},
+                        "params": {"type": "object"},
+                        "chart": {"type": "object"},
+                    },
+                    "allOf": variants,
+                },
+            },
+        },
+    }
+
+
+_validators: list[Any] = []
+
+
+def _validator() -> Any:
+    if not _validators:
+        validators: Any = importlib.import_module("jsonschema.validators")
+        schema = dashboard_schema()
+        _validators.append(validators.validator_for(schema)(schema))
+    return _validators[0]
+
+
+def parse_dashboard(text: str, *, path: Path) -> Dashboard:
+    """Parse and validate one dashboard file's text (AnalyticsError, one line, naming the file)."""
+    where = str(path)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise AnalyticsError(f"{where}: not valid TOML: {exc}") from None
+    errors = sorted(_validator().iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        error = errors[0]
+        at = "/".join(str(p) for p in error.absolute_path) or "(top)"
+        raise AnalyticsError(f"{where}: {at}: {error.message}")
+    panels: list[Panel] = []
+    for i, raw in enumerate(cast(list[dict[str, Any]], data["panels"])):
+        analysis = ANALYSES[raw["analysis"]]
+        params = dict(raw.get("params", {}))
+        try:
+            resolved = analysis.resolve(params)
+        except AnalyticsError as exc:
+            raise AnalyticsError(f"{where}: panels/{i}: {exc}") from None
+        chart = Chart(**raw.get("chart", {}))
+        columns = analysis.columns(resolved)
+        for axis in ("x", "y", "color"):
+            value = getattr(chart, axis)
+            if value is not None and value not in columns:
+                raise AnalyticsError(
+                    f"{where}: panels/{i}/chart/{axis}: {value!r} is not a column of "
+                    f"{analysis.name} ({', '.join(columns)})"
+                )
+        if chart.type in ("bar", "line") and (chart.x is None or chart.y is None):
+            raise AnalyticsError(f"{where}: panels/{i}/chart: a {chart.type} chart needs x and y")
+        panels.append(
+            Panel(
+                title=raw["title"],
+                analysis=analysis.name,
+                params=params,
+                chart=chart,
+                description=raw.get("description", ""),
+            )
+        )
+    return Dashboard(
+        name=path.stem,
+        title=data["title"],
+        description=data.get("description", ""),
+        panels=tuple(panels),
+        path=path,
+    )
+
+
+def builtin_dashboards_dir() -> Path:
+    """The built-in dashboards: ``tracing/_dashboards`` when installed, else ``dashboards/``."""
+    package = Path(__file__).resolve().parent.parent
+    installed = package / "_dashboards"
+    if installed.is_dir():
+        return installed
+    return package.parent / "dashboards"
+
+
+def load_dashboards(
+    folders: Sequence[str | os.PathLike[str]] | None = None, *, builtin: bool = True
+) -> dict[str, Dashboard]:
+    """Every dashboard by name: the built-in ones, then each folder's (argument >
+    ``$INTENTRACE_DASHBOARDS``, several separated by ``os.pathsep``); a later file with the
+    same name replaces an earlier one.
+
+    Raises:
+        AnalyticsError: a file does not validate, or a folder does not exist (one line).
+    """
+    dirs: list[Path] = [builtin_dashboards_dir()] if builtin else []
+    if folders is None:
+        env = os.environ.get(INTENTRACE_DASHBOARDS, "").strip()
+        folders = [p for p in env.split(os.pathsep) if p] if env else []
+    for folder in folders:
+        path = Path(folder).expanduser()
+        if not path.is_dir():
+            raise AnalyticsError(f"no dashboards folder at {path}")
+        dirs.append(path)
+    found: dict[str, Dashboard] = {}
+    for folder in dirs:
+        for file in sorted(folder.glob("*.toml")):
+            dashboard = parse_dashboard(file.read_text(encoding="utf-8"), path=file)
+            found[dashboard.name] = dashboard
+    return found

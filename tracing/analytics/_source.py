@@ -1,0 +1,226 @@
+"""Reading the ledger for analytics: its own read-only connection, never the writer's.
+
+A SQLite file is opened with ``mode=ro`` and ``query_only``; PostgreSQL with
+``default_transaction_read_only``. An in-memory SQLite ledger can only be read through its
+``Ledger`` object (``changed_since``), which the tests and embedded uses may pass instead.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import quote
+
+from tracing.analytics._analyses import AnalyticsError
+from tracing.ledger import Ledger, LedgerError
+from tracing.ledger._config import parse_ledger_url
+
+SOURCE_COLUMNS: Final[tuple[str, ...]] = (
+    "tool_call_id",
+    "session_id",
+    "seq",
+    "batch_id",
+    "agent_id",
+    "tool_name",
+    "intent",
+    "status",
+    "start_ns",
+    "duration_ms",
+    "args",
+    "redaction",
+    "updated_ns",
+)
+"""The anchor columns the copy is built from (``args``/``redaction`` only feed derived ones)."""
+
+BATCH_ROWS: Final = 50_000
+_SELECT: Final = f"SELECT {', '.join(SOURCE_COLUMNS)} FROM anchors"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class Source(ABC):
+    """Where the anchors come from."""
+
+    url: str
+    dialect: str
+    snapshot_default: Path | None = None
+    """Where the columnar snapshot goes by default (None: use the user cache folder)."""
+    overlap_ns: int = 2_000_000_000
+    """How far behind the newest ``updated_ns`` seen a sync re-reads (late commits)."""
+
+    @abstractmethod
+    def stats(self) -> tuple[int | None, int]:
+        """(number of anchors or None when unknown, newest ``updated_ns`` or 0)."""
+
+    @abstractmethod
+    def read(self, after_ns: int | None) -> Iterator[list[tuple[Any, ...]]]:
+        """Batches of rows (``SOURCE_COLUMNS``) with ``updated_ns > after_ns`` (None: all)."""
+
+    def query(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Run one read-only SQL statement on the ledger: (column names, rows)."""
+        raise AnalyticsError(f"SQL cannot run on {self.url}: open the ledger by its URL")
+
+    def close(self) -> None:  # noqa: B027 - optional
+        """Release the connection."""
+
+
+class SQLiteSource(Source):
+    """A SQLite ledger file, read through its own read-only connection."""
+
+    dialect = "sqlite"
+
+    def __init__(self, url: str, path: Path) -> None:
+        self.url = url
+        self.path = path
+        if not path.exists():
+            raise AnalyticsError(f"no ledger database at {path}")
+        self.snapshot_default = path.with_name(path.name + ".analytics.parquet")
+        uri = "file:" + quote(str(path.resolve())) + "?mode=ro"
+        try:
+            self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=5)
+            self._conn.execute("PRAGMA query_only = 1")
+            self._conn.execute("SELECT 1 FROM anchors LIMIT 1").fetchall()
+        except sqlite3.Error as exc:
+            raise AnalyticsError(f"{path} is not an intentrace ledger: {_one_line(exc)}") from None
+
+    def stats(self) -> tuple[int | None, int]:
+        count, newest = self._conn.execute(
+            "SELECT count(*), coalesce(max(updated_ns), 0) FROM anchors"
+        ).fetchone()
+        return int(count), int(newest)
+
+    def read(self, after_ns: int | None) -> Iterator[list[tuple[Any, ...]]]:
+        if after_ns is None:
+            cursor = self._conn.execute(_SELECT)
+        else:
+            cursor = self._conn.execute(f"{_SELECT} WHERE updated_ns > ?", (after_ns,))
+        while batch := cursor.fetchmany(BATCH_ROWS):
+            yield batch
+
+    def query(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        try:
+            cursor = self._conn.execute(sql)
+            rows = cursor.fetchall()
+        except (sqlite3.Error, sqlite3.Warning) as exc:
+            raise AnalyticsError(f"SQL error: {_one_line(exc)}") from None
+        columns = [d[0] for d in cursor.description or ()]
+        return columns, rows
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class PostgresSource(Source):
+    """A PostgreSQL ledger, read in read-only transactions."""
+
+    dialect = "postgresql"
+    overlap_ns = 30_000_000_000  # several writers, several clocks, concurrent commits
+
+    def __init__(self, url: str, dsn: str) -> None:
+        try:
+            import psycopg
+        except ImportError:  # pragma: no cover - depends on the install
+            raise AnalyticsError(
+                "a postgresql:// ledger needs psycopg 3: pip install 'intentrace[postgres]'"
+            ) from None
+        from psycopg.conninfo import conninfo_to_dict
+
+        self.url = url
+        self._psycopg: Any = psycopg
+        try:
+            given = str(conninfo_to_dict(dsn).get("options") or "")
+            self._conn: Any = psycopg.connect(
+                dsn,
+                autocommit=True,
+                connect_timeout=5,
+                application_name="intentrace-analytics",
+                options=f"{given} -c default_transaction_read_only=on".strip(),
+            )
+            self._conn.execute("SELECT 1 FROM anchors LIMIT 1").fetchall()
+        except psycopg.Error as exc:
+            raise AnalyticsError(f"cannot read the ledger {url}: {_one_line(exc)}") from None
+
+    def stats(self) -> tuple[int | None, int]:
+        row = self._conn.execute(
+            "SELECT count(*), coalesce(max(updated_ns), 0) FROM anchors"
+        ).fetchone()
+        return int(row[0]), int(row[1])
+
+    def read(self, after_ns: int | None) -> Iterator[list[tuple[Any, ...]]]:
+        with self._conn.transaction(), self._conn.cursor(name="intentrace_analytics") as cur:
+            if after_ns is None:
+                cur.execute(_SELECT)
+            else:
+                cur.execute(f"{_SELECT} WHERE updated_ns > %s", (after_ns,))
+            while batch := cur.fetchmany(BATCH_ROWS):
+                yield batch
+
+    def query(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+        try:
+            with self._conn.cursor() as cur:
+                cur.execute(sql)
+                if cur.description is None:
+                    return [], []
+                return [d.name for d in cur.description], cur.fetchall()
+        except self._psycopg.Error as exc:
+            raise AnalyticsError(f"SQL error: {_one_line(exc)}") from None
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class LedgerSource(Source):
+    """An open ``Ledger`` read through its public API (for ``sqlite:///:memory:`` ledgers)."""
+
+    dialect = "sqlite"
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.url = ledger.url
+        self._ledger = ledger
+
+    def stats(self) -> tuple[int | None, int]:
+        return None, 0
+
+    def read(self, after_ns: int | None) -> Iterator[list[tuple[Any, ...]]]:
+        since = -1 if after_ns is None else after_ns
+        while True:
+            try:
+                anchors = self._ledger.changed_since(since, limit=BATCH_ROWS)
+            except LedgerError as exc:
+                raise AnalyticsError(str(exc)) from None
+            if not anchors:
+                return
+            yield [tuple(a[c] for c in SOURCE_COLUMNS) for a in anchors]  # type: ignore[literal-required]
+            since = anchors[-1]["updated_ns"]
+
+
+def open_source(ledger: str | Ledger | None) -> Source:
+    """The source for a ledger URL (argument > ``$INTENTRACE_LEDGER_URL`` > default) or object."""
+    if isinstance(ledger, Ledger):
+        parsed = parse_ledger_url(ledger.url)
+        if parsed.backend == "sqlite" and parsed.path is None:
+            return LedgerSource(ledger)
+        url = ledger.url
+    else:
+        url = ledger
+    try:
+        parsed = parse_ledger_url(url)
+    except LedgerError as exc:
+        raise AnalyticsError(str(exc)) from None
+    if parsed.backend == "postgresql":
+        return PostgresSource(parsed.url, parsed.dsn)
+    if parsed.path is None:
+        raise AnalyticsError("an in-memory ledger can only be analysed through its Ledger object")
+    return SQLiteSource(parsed.url, parsed.path)
+
+
+def row_values(rows: Sequence[tuple[Any, ...]], column: str) -> list[Any]:
+    """One column of some source rows."""
+    i = SOURCE_COLUMNS.index(column)
+    return [r[i] for r in rows]
