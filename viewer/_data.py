@@ -3,7 +3,7 @@
 The connection is one read-only ``Ledger`` per URL (``st.cache_resource``), shared by every
 browser session; results are cached with ``st.cache_data`` for a short time (the ledger is
 written live while people watch). A session's story is cached by a cheap version token (its
-call count, live count and last activity), so a 5 000-call session is rebuilt only when it
+counts and the newest write it includes), so a 5 000-call session is rebuilt only when it
 changed. The ledger URL comes from ``$INTENTRACE_LEDGER_URL`` (``intentrace view`` sets it),
 else the ledger's default file.
 """
@@ -11,7 +11,6 @@ else the ledger's default file.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -26,8 +25,6 @@ LIST_TTL_S: Final = 3.0
 """Sessions list, counts, filters: fresh enough to browse, cheap on every rerun."""
 LIVE_TTL_S: Final = 1.0
 """Calls in flight (the Live page refreshes every ``LIVE_REFRESH_S``)."""
-LIVE_BUCKET_S: Final = 2.0
-"""A session with live calls is re-read at most this often (streaming intents grow)."""
 
 
 def ledger_url() -> str:
@@ -92,11 +89,6 @@ def session_info(url: str, session_id: str) -> SessionInfo | None:
     return ledger(url).session(session_id)
 
 
-def _version(info: SessionInfo) -> tuple[int, int, int, int | None, int]:
-    bucket = int(time.time() / LIVE_BUCKET_S) if info["in_flight"] else 0
-    return (info["calls"], info["errors"], info["in_flight"], info["last_ns"], bucket)
-
-
 @st.cache_data(max_entries=16, show_spinner=False)
 def _story(url: str, session_id: str, version: tuple[object, ...]) -> Story:
     del version  # part of the cache key only
@@ -104,12 +96,32 @@ def _story(url: str, session_id: str, version: tuple[object, ...]) -> Story:
     return build_story(session_id, book.session_anchors(session_id), book.blocks(session_id))
 
 
-def story(url: str, session_id: str) -> tuple[SessionInfo, Story] | None:
-    """A session as a story, or None when the ledger has never seen it."""
-    info = session_info(url, session_id)
-    if info is None:
-        return None
-    return info, _story(url, session_id, _version(info))
+@st.cache_resource(show_spinner=False)
+def _seen() -> dict[tuple[str, str], int]:
+    """(url, session) -> the newest write the cached story must include (shared, tiny)."""
+    return {}
+
+
+def story(url: str, session_id: str, info: SessionInfo) -> Story:
+    """A session as a story, rebuilt only when the session changed.
+
+    The cached story is keyed by the session's counts (``info`` from ``session_info``) and by
+    the newest write it must include; one indexed query (``changed_since`` the story's newest
+    write, limit 1) tells whether anything was written since — a growing streaming intent, a
+    settlement — so a large session is read once, yet live calls show their latest state.
+    """
+    seen = _seen()
+    key = (url, session_id)
+    found = _story(url, session_id, _version(info, seen.get(key, 0)))
+    newer = ledger(url).changed_since(found.max_updated_ns, session_id=session_id, limit=1)
+    if newer:
+        seen[key] = max(seen.get(key, 0), newer[0]["updated_ns"])
+        found = _story(url, session_id, _version(info, seen[key]))
+    return found
+
+
+def _version(info: SessionInfo, newest: int) -> tuple[object, ...]:
+    return (info["calls"], info["errors"], info["in_flight"], info["last_ns"], newest)
 
 
 @st.cache_data(ttl=LIST_TTL_S, max_entries=256, show_spinner=False)
@@ -118,13 +130,19 @@ def call(url: str, tool_call_id: str) -> Anchor | None:
     return ledger(url).anchor(tool_call_id)
 
 
-@st.cache_data(ttl=LIST_TTL_S, max_entries=16, show_spinner=False)
-def checkpoints(url: str, session_id: str) -> list[Anchor]:
-    """The session's settled calls (rewind points), in ``seq`` order, without payloads."""
+@st.cache_data(max_entries=16, show_spinner=False)
+def _checkpoints(url: str, session_id: str, version: tuple[object, ...]) -> list[Anchor]:
+    del version  # part of the cache key only
     rows = ledger(url).checkpoints(session_id)
     for row in rows:  # the table never shows them; keep the cached copy small
         row["args"] = row["result"] = None
     return rows
+
+
+def checkpoints(url: str, session_id: str, info: SessionInfo) -> list[Anchor]:
+    """The session's settled calls (rewind points) in ``seq`` order, without payloads; read
+    again when the story was (same version)."""
+    return _checkpoints(url, session_id, _version(info, _seen().get((url, session_id), 0)))
 
 
 @st.cache_data(ttl=LIVE_TTL_S, max_entries=8, show_spinner=False)

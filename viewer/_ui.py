@@ -103,13 +103,13 @@ def call_row(
     """One call on one line: mark and label (plain text), tool, time, live badge, link."""
     with st.container(horizontal=True, vertical_alignment="center", gap="small", key=key):
         st.text(f"{call.glyph} {one_line(call.line)}", wrap=False, width="stretch")
-        st.text(one_line(call.tool_name, 48), wrap=False, width="content")
         if call.live:
-            elapsed = max(0.0, (now_ns - call.start_ns) / 1e6)
-            st.text(format_duration(elapsed) or "…", width="content")
-            live_badge(call.status)
+            took = format_duration(max(0.0, (now_ns - call.start_ns) / 1e6)) or "…"
         else:
-            st.text(format_duration(call.duration_ms) or STATUS_WORDS.get(call.status, ""))
+            took = format_duration(call.duration_ms) or STATUS_WORDS.get(call.status, "")
+        st.text(f"{one_line(call.tool_name, 48)}   {took}", wrap=False, width="content")
+        if call.live:
+            live_badge(call.status)
         if not focused:
             link_to_call(session_id, call.id, label="Details")
 
@@ -124,8 +124,8 @@ _FOCUS_CSS: Final = """<style>
 }}
 </style>"""
 
-# Scrolls the focused call into view once it exists (elements arrive as deltas). The key is a
-# hex digest made here, never stored text. Runs again only when the focused call changes.
+# Scrolls the focused call into view once it exists (elements arrive as deltas), once per
+# element. The key is a hex digest made here, never stored text.
 _FOCUS_JS: Final = """<script>
 (function () {{
   var tries = 0;
@@ -133,7 +133,11 @@ _FOCUS_JS: Final = """<script>
     var el = document.querySelector(".st-key-{key}");
     if (el || ++tries > 100) {{
       clearInterval(timer);
-      if (el) {{ el.scrollIntoView({{block: "center"}}); el.setAttribute("data-focused", "1"); }}
+      // once per element: a live session's refresh must not pull the reader back
+      if (el && el.getAttribute("data-focused") !== "1") {{
+        el.setAttribute("data-focused", "1");
+        el.scrollIntoView({{block: "center"}});
+      }}
     }}
   }}, 100);
 }})();

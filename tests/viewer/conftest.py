@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+
+# As `intentrace view` runs it: no usage statistics (Streamlit reads this when it loads its
+# config; it also skips per-command telemetry work in every script run).
+os.environ.setdefault("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "false")
 
 import pytest
 from streamlit.testing.v1 import AppTest

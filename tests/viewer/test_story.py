@@ -189,3 +189,13 @@ def test_counts_and_durations() -> None:
     assert [format_duration(v) for v in (None, 0.5, 12, 400, 65_000, 7_500_000)] == [
         "", "<1 ms", "12 ms", "0.4 s", "1 min 5 s", "2 h 5 min",
     ]  # fmt: skip
+
+
+def test_block_keys_stay_unique_when_a_subagent_reuses_a_batch_id() -> None:
+    rows = [
+        anchor("p", 1, batch_id="b"),
+        anchor("k", 2, batch_id="b", parent_call_id="p"),
+    ]
+    story = build_story("s", rows)
+    keys = [story.blocks[0].key, story.calls["p"].children[0].key]
+    assert len(set(keys)) == 2

@@ -65,40 +65,61 @@ def render() -> None:
     url = _data.ledger_url()
     anchor = _param(ANCHOR_PARAM)
     session_id = _param(SESSION_PARAM)
+    st.title("Session")
     try:
         if session_id is None and anchor is not None:
             session_id = _data.session_of(url, anchor)
         if session_id is None:
             session_id = _data.latest_session(url)
-        found = _data.story(url, session_id) if session_id is not None else None
+        info = _data.session_info(url, session_id) if session_id is not None else None
     except _data.LedgerError as exc:
-        st.title("Session")
-        st.error("The ledger cannot be read.")
-        st.code(str(exc), language=None)
+        _ledger_error(exc)
         return
 
-    st.title("Session")
     if session_id is None:
         st.info("The ledger has no sessions yet. Record some calls, or run `intentrace demo`.")
         return
-    if found is None:
+    if info is None:
         st.warning("The ledger has no session with this id:")
         st.text(session_id)
         return
     if st.query_params.get(SESSION_PARAM) != session_id:
         st.query_params[SESSION_PARAM] = session_id  # the URL names what is shown
+    if info["in_flight"]:
+        _live_session(url, session_id, anchor)  # refreshes itself while calls are live
+    else:
+        _session(url, session_id, anchor, info)
 
-    info, story = found
+
+def _ledger_error(exc: Exception) -> None:
+    st.error("The ledger cannot be read.")
+    st.code(str(exc), language=None)
+
+
+@st.fragment(run_every=LIVE_REFRESH_S)
+def _live_session(url: str, session_id: str, anchor: str | None) -> None:
+    """A session with calls in flight re-reads itself (intents grow, calls settle)."""
+    try:
+        info = _data.session_info(url, session_id)
+    except _data.LedgerError as exc:
+        _ledger_error(exc)
+        return
+    if info is not None:
+        _session(url, session_id, anchor, info)
+
+
+def _session(url: str, session_id: str, anchor: str | None, info: SessionInfo) -> None:
+    try:
+        story = _data.story(url, session_id, info)
+    except _data.LedgerError as exc:
+        _ledger_error(exc)
+        return
     if anchor is not None and anchor not in story.calls:
         st.warning("The linked call is not part of this session:")
         st.text(anchor)
         anchor = None
-
     _summary(info, story)
-    if info["in_flight"]:
-        _live_story(url, story.session_id, anchor)
-    else:
-        _story_tabs(url, story, anchor)
+    _story_tabs(url, story, anchor, info)
     if anchor is not None:
         focus(anchor)
 
@@ -117,15 +138,7 @@ def _summary(info: SessionInfo, story: Story) -> None:
         st.text("Agents: " + one_line(", ".join(info["agents"]), 300), wrap=False)
 
 
-@st.fragment(run_every=LIVE_REFRESH_S)
-def _live_story(url: str, session_id: str, anchor: str | None) -> None:
-    """A session with calls in flight re-reads itself (intents grow, calls settle)."""
-    found = _data.story(url, session_id)
-    if found is not None:
-        _story_tabs(url, found[1], anchor)
-
-
-def _story_tabs(url: str, story: Story, anchor: str | None) -> None:
+def _story_tabs(url: str, story: Story, anchor: str | None, info: SessionInfo) -> None:
     number = _page_number(story, anchor)
     blocks = story.page_blocks(number)
     story_tab, timeline_tab, checkpoints_tab = st.tabs(["Story", "Timeline", "Checkpoints"])
@@ -135,7 +148,7 @@ def _story_tabs(url: str, story: Story, anchor: str | None) -> None:
     with timeline_tab:
         _timeline(story, blocks, now_ns)
     with checkpoints_tab:
-        _checkpoints(url, story)
+        _checkpoints(url, story, info)
 
 
 def _page_number(story: Story, anchor: str | None) -> int:
@@ -378,9 +391,9 @@ def _timeline(story: Story, blocks: list[Block], now_ns: int) -> None:
     st.caption(f"{len(frame)} calls on this page, one row each, in sequence order.")
 
 
-def _checkpoints(url: str, story: Story) -> None:
+def _checkpoints(url: str, story: Story, info: SessionInfo) -> None:
     """Settled calls as labelled rewind points; selecting one opens it in the story."""
-    rows = _data.checkpoints(url, story.session_id)
+    rows = _data.checkpoints(url, story.session_id, info)
     if not rows:
         st.info("No call of this session has settled yet.")
         return

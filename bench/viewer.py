@@ -1,0 +1,272 @@
+"""Viewer page timings (Streamlit AppTest) on a large ledger, ours against naive pages.
+
+Builds (once, through the ledger's public writer ``Ledger.record``) a SQLite ledger with
+``--sessions`` small sessions (default 100 000) plus one session of ``--calls`` calls (default
+5 000: turns, blocks of parallel siblings, failures, a subagent, live calls at the end), then
+runs the real entry script with AppTest and prints medians:
+
+* sessions page: ours (one page from the database: ``sessions(limit, offset)`` +
+  ``count_sessions``) vs a naive page that loads every session and shows them in one table;
+* session page, 5 000 calls, cold (caches cleared) and warm: ours (the story, one page of
+  blocks, timeline, checkpoints) vs a naive page that renders every call as a line;
+* a deep link to a call on the last page of that session;
+* the Live page with 200 calls in flight.
+
+Run: ``.venv/bin/python -m bench.viewer`` (``--ledger PATH`` keeps/reuses the generated file,
+``--repeat N`` timings per figure). Goals (issue 6): the 5 000-call session under 3 s; the
+sessions page fast over 100 000 sessions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+# As `intentrace view` runs it (no usage statistics: no per-command telemetry work).
+os.environ.setdefault("STREAMLIT_BROWSER_GATHER_USAGE_STATS", "false")
+
+from streamlit.testing.v1 import AppTest
+
+from tracing.environment_variables import INTENTRACE_LEDGER_URL
+from tracing.ledger import AnchorWrite, LedgerOptions, open_ledger
+from viewer import APP_PATH
+
+BIG = "big-session"
+BASE_NS = 1_750_000_000_000_000_000
+TOOLS = ("search_code", "read_file", "run_tests", "edit_file", "http_get")
+
+
+def _args(i: int) -> str:
+    return json.dumps({"query": f"handler number {i}", "path": f"src/mod_{i % 97}.py", "limit": 20})
+
+
+def _flush_every(ledger: Any, n: int, every: int = 20_000) -> None:
+    if n % every == 0:
+        ledger.flush(120.0)
+
+
+def build(path: Path, sessions: int, calls: int, live: int) -> float:
+    """Write the bench ledger; returns seconds taken."""
+    t0 = time.perf_counter()
+    ledger = open_ledger(f"sqlite:///{path}", options=LedgerOptions(max_queue_size=200_000))
+    n = 0
+    for s in range(sessions):
+        sid = f"s-{s:06d}"
+        for c in range(2):
+            start = BASE_NS + (s * 10 + c) * 1_000_000
+            ledger.record(
+                AnchorWrite(
+                    tool_call_id=f"{sid}-{c}",
+                    tool_name=TOOLS[(s + c) % len(TOOLS)],
+                    status="error" if (s + c) % 17 == 0 else "success",
+                    session_id=sid,
+                    turn=1,
+                    batch_id=f"{sid}-b",
+                    agent_id=f"agent-{s % 7}",
+                    intent=f"Looking into issue {s} step {c}",
+                    outcome=f"Found {s % 13} matches",
+                    start_ns=start,
+                    end_ns=start + 400_000_000,
+                    args=_args(s),
+                )
+            )
+            n += 1
+            _flush_every(ledger, n)
+    # one long session: 5 000 calls in blocks of 1-5 siblings over 25 turns
+    start = BASE_NS + sessions * 10 * 1_000_000
+    for i in range(calls):
+        block = i // 4
+        status = "success"
+        if i % 23 == 0:
+            status = "error"
+        if i >= calls - live:
+            status = "in_flight"
+        parent = f"{BIG}-{(i // 200) * 200}" if i % 200 in (1, 2, 3) else None
+        write = AnchorWrite(
+            tool_call_id=f"{BIG}-{i}",
+            tool_name=TOOLS[i % len(TOOLS)],
+            status=status,
+            session_id=BIG,
+            turn=1 + i * 25 // calls,
+            batch_id=f"{BIG}-b{block}",
+            parent_call_id=parent,
+            agent_id="reviewer" if parent else "coder",
+            intent=f"Reading part {i} of the auth module",
+            start_ns=start + i * 50_000_000,
+            args=_args(i),
+        )
+        if status != "in_flight":
+            write["end_ns"] = start + i * 50_000_000 + 30_000_000
+            write["outcome"] = f"Read {i % 300} lines"
+            write["result"] = json.dumps({"lines": i % 300, "text": "x" * 400})
+        if status == "error":
+            write["error"] = "TimeoutError: the file server did not answer"
+        ledger.record(write)
+        n += 1
+        _flush_every(ledger, n)
+    ledger.flush(600.0)
+    stats = ledger.stats()
+    ledger.close()
+    if stats.get("dropped") or stats.get("errors"):
+        raise SystemExit(f"the bench ledger lost writes: {stats}")
+    return time.perf_counter() - t0
+
+
+def _naive_sessions() -> None:
+    import pandas as pd
+    import streamlit as st
+
+    from tracing.ledger import open_ledger
+
+    ledger = open_ledger(None, read_only=True)
+    rows = ledger.sessions(limit=10**9)
+    st.title("Sessions")
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+
+
+def _naive_session() -> None:
+    import streamlit as st
+
+    from tracing.ledger import open_ledger
+
+    ledger = open_ledger(None, read_only=True)
+    st.title("Session")
+    batch = None
+    for anchor in ledger.session_anchors("big-session"):
+        if anchor["batch_id"] != batch:
+            batch = anchor["batch_id"]
+            st.text(str(batch))
+        st.text(f"{anchor['label']}  {anchor['tool_name']}  {anchor['duration_ms']}")
+
+
+def time_app(make: Callable[[], AppTest], repeat: int, *, cold: bool) -> float:
+    """Median wall time of ``AppTest.run`` (one instance, run ``repeat`` times after a first
+    run: a new AppTest scans every installed package for components, which is not page time).
+    ``cold`` clears ``st.cache_data`` before each run (the ledger connection stays open)."""
+    import streamlit as st
+
+    at = make()
+    at.run()
+    times: list[float] = []
+    for _ in range(repeat):
+        if cold:
+            st.cache_data.clear()
+        t0 = time.perf_counter()
+        at.run()
+        times.append(time.perf_counter() - t0)
+        if at.exception:
+            raise SystemExit(f"the page failed: {[e.value for e in at.exception]}")
+    return statistics.median(times)
+
+
+def time_last_page(repeat: int) -> float:
+    """The Sessions page turned to its last page (the deepest ``OFFSET``), caches cleared."""
+    import streamlit as st
+
+    at = ours()()
+    at.run()
+    pager = at.pagination[0]
+    pager.set_value(pager.num_pages).run()
+    times: list[float] = []
+    for _ in range(repeat):
+        st.cache_data.clear()
+        t0 = time.perf_counter()
+        at.run()
+        times.append(time.perf_counter() - t0)
+    assert at.pagination[0].value == at.pagination[0].num_pages
+    return statistics.median(times)
+
+
+def ours(params: dict[str, str] | None = None, page: str | None = None) -> Callable[[], AppTest]:
+    from streamlit.util import calc_hash
+
+    def make() -> AppTest:
+        at = AppTest.from_file(str(APP_PATH), default_timeout=300)
+        for key, value in (params or {}).items():
+            at.query_params[key] = value
+        if page:
+            at._page_hash = calc_hash(page)  # pyright: ignore[reportPrivateUsage]
+        return at
+
+    return make
+
+
+def peer(func: Callable[[], None]) -> Callable[[], AppTest]:
+    return lambda: AppTest.from_function(func, default_timeout=300)
+
+
+def line(name: str, ours_s: float, peer_s: float | None = None) -> None:
+    if peer_s is None:
+        print(f"{name}: ours {ours_s:.3f} s", flush=True)
+    else:
+        print(
+            f"{name}: ours {ours_s:.3f} s, peer {peer_s:.3f} s, ratio {peer_s / ours_s:.1f}",
+            flush=True,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=100_000)
+    parser.add_argument("--calls", type=int, default=5_000)
+    parser.add_argument("--live", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--ledger", type=Path, default=None, help="reuse/keep this SQLite file")
+    opts = parser.parse_args()
+
+    tmp = None
+    path: Path = opts.ledger
+    if path is None:
+        tmp = tempfile.TemporaryDirectory()
+        path = Path(tmp.name) / "bench.db"
+    if not path.exists():
+        took = build(path, opts.sessions, opts.calls, opts.live)
+        print(f"built {path} ({opts.sessions} sessions + {opts.calls} calls) in {took:.1f} s")
+    os.environ[INTENTRACE_LEDGER_URL] = f"sqlite:///{path}"
+    book = open_ledger(f"sqlite:///{path}", read_only=True)
+    total = book.count_sessions()
+    big = book.session(BIG)
+    assert big is not None
+    print(f"ledger: {total} sessions; {BIG}: {big['calls']} calls, {big['in_flight']} live")
+    print(f"python {sys.version.split()[0]}, AppTest medians of {opts.repeat} runs")
+
+    r = opts.repeat
+    line(
+        f"sessions page over {total} sessions (first page)",
+        time_app(ours(), r, cold=True),
+        time_app(peer(_naive_sessions), max(1, r // 2), cold=True),
+    )
+    line("sessions page, warm (cached for 3 s)", time_app(ours(), r, cold=False))
+    line("sessions page, the last page (largest offset)", time_last_page(r))
+    line("sessions page, search 'issue 99999' (scan)",
+         time_app(ours({"q": "issue 99999"}), r, cold=True))  # fmt: skip
+    session = {"session": BIG}
+    naive_session = time_app(peer(_naive_session), max(1, r // 2), cold=True)
+    line(
+        f"session page, {big['calls']} calls, cold",
+        time_app(ours(session), r, cold=True),
+        naive_session,
+    )
+    line(f"session page, {big['calls']} calls, warm", time_app(ours(session), r, cold=False))
+    last = f"{BIG}-{opts.calls - opts.live - 1}"
+    line(
+        f"deep link to the last settled call of {big['calls']}",
+        time_app(ours({"session": BIG, "anchor": last}), r, cold=True),
+    )
+    line(f"live page, {len(book.in_flight(limit=1000))} calls in flight",
+         time_app(ours(page="live"), r, cold=True))  # fmt: skip
+    book.close()
+    if tmp is not None:
+        tmp.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""The viewer while the ledger is being written: growing intents, settlements, long sessions."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.viewer.conftest import captions, run_app, texts
+from tracing.environment_variables import INTENTRACE_LEDGER_URL
+from tracing.ledger import AnchorWrite, Ledger, open_ledger
+from viewer import _data
+from viewer._story import PAGE_CALLS
+from viewer._ui import call_key
+
+
+@pytest.fixture
+def writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ledger]:
+    """A ledger this test writes while the viewer reads it."""
+    url = f"sqlite:///{tmp_path / 'live.db'}"
+    ledger = open_ledger(url)
+    monkeypatch.setenv(INTENTRACE_LEDGER_URL, url)
+    yield ledger
+    ledger.close()
+
+
+def write(ledger: Ledger, **kw: object) -> None:
+    ledger.record(AnchorWrite(**kw))  # type: ignore[typeddict-item]
+    assert ledger.flush(10.0)
+
+
+def test_live_page_shows_the_intent_growing_then_the_call_leaving(writer: Ledger) -> None:
+    now = time.time_ns()
+    write(writer, tool_call_id="t1", tool_name="plan", status="streaming", session_id="s1",
+          turn=1, batch_id="b", intent="Planning the", start_ns=now)  # fmt: skip
+    at = run_app(page="live")
+    assert "✎ Planning the" in texts(at)
+    write(writer, tool_call_id="t1", tool_name="plan", status="streaming",
+          intent="Planning the rollout of feature flags")  # fmt: skip
+    _data.in_flight.clear()  # the page's own refresh would see it within LIVE_TTL_S
+    at.run()
+    assert "✎ Planning the rollout of feature flags" in texts(at)
+    assert "✎ Planning the" not in texts(at)
+    write(writer, tool_call_id="t1", tool_name="plan", status="in_flight")
+    _data.in_flight.clear()
+    at.run()
+    assert "● Planning the rollout of feature flags" in texts(at)
+    write(writer, tool_call_id="t1", tool_name="plan", status="success", outcome="Planned 3 steps",
+          end_ns=now + 10**9)  # fmt: skip
+    _data.in_flight.clear()
+    at.run()
+    assert "Nothing in flight right now." in [i.value for i in at.info]
+
+
+def test_session_page_follows_writes_without_waiting_for_a_cache(writer: Ledger) -> None:
+    now = time.time_ns()
+    write(writer, tool_call_id="a", tool_name="search", status="streaming", session_id="s2",
+          turn=1, batch_id="b", intent="Searching for", start_ns=now)  # fmt: skip
+    at = run_app({"session": "s2"})
+    assert "✎ Searching for" in texts(at)
+    # the streaming intent grows: same counts, but a newer write -> the story is re-read
+    write(writer, tool_call_id="a", tool_name="search", status="streaming",
+          intent="Searching for OAuth handling")  # fmt: skip
+    at.run()
+    assert "✎ Searching for OAuth handling" in texts(at)
+    write(writer, tool_call_id="a", tool_name="search", status="success",
+          outcome="Found 12 results", end_ns=now + 5 * 10**8)  # fmt: skip
+    at.run()
+    assert "✓ Found 12 results" in texts(at)
+    assert "Found 12 results" in texts(at)  # the block header follows too
+
+
+def test_long_session_pages_by_blocks_and_deep_links_to_the_right_page(writer: Ledger) -> None:
+    calls = PAGE_CALLS * 2 + 30
+    for i in range(calls):
+        writer.record(
+            AnchorWrite(tool_call_id=f"k{i}", tool_name="read_file", status="success",
+                        session_id="long", turn=1 + i // 100, batch_id=f"b{i // 3}",
+                        intent=f"Reading part {i}", start_ns=1_000 + i, end_ns=2_000 + i)
+        )  # fmt: skip
+    assert writer.flush(30.0)
+    at = run_app({"session": "long"})
+    assert at.pagination[0].value == 1
+    assert "✓ Reading part 0" in texts(at)
+    assert "✓ Reading part 200" not in texts(at)
+    shown = [t for t in texts(at) if t.startswith("✓ ")]
+    assert PAGE_CALLS <= len(shown) < PAGE_CALLS + 3  # whole blocks of 3
+    assert any(c.startswith(f"Page 1 of 3 · {len(shown)} of {calls} calls") for c in captions(at))
+
+    target = f"k{calls - 1}"
+    at = run_app({"session": "long", "anchor": target})
+    assert at.pagination[0].value == 3
+    assert f"✓ Reading part {calls - 1}" in texts(at)
+    assert "✓ Reading part 0" not in texts(at)
+    assert any(call_key(target) in h.proto.body for h in at.get("html"))
+    # paging by hand still works on a deep-linked session
+    at.pagination[0].set_value(1).run()
+    assert "✓ Reading part 0" in texts(at)
