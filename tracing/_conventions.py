@@ -409,18 +409,48 @@ def intent_candidate(
         return None
 
 
-def result_outcome(raw: Any) -> tuple[str | None, Mapping[str, Any] | None]:
-    """``(outcome, outcome_patch)`` from a tool result that carries them (JSON or mapping)."""
-    parsed = parse_json(raw, max_chars=FULL_PARSE_MAX_CHARS)
+def _payloads(parsed: Any, depth: int = 0) -> list[Mapping[str, Any]]:
+    """The mapping a result is, and those inside message envelopes: ``{"content": "<json>"}``,
+    ``{"data": {"content": ...}}`` (LangChain messages), ``{"kwargs": {"content": ...}}``,
+    MCP ``{"content": [{"type": "text", "text": "<json>"}]}``."""
+    if depth > 3:
+        return []
+    if isinstance(parsed, list):
+        out: list[Mapping[str, Any]] = []
+        for item in cast("list[Any]", parsed)[:8]:
+            if isinstance(item, Mapping):
+                text = cast("Mapping[str, Any]", item).get("text")
+                if isinstance(text, str):
+                    out.extend(_payloads(parse_json(text), depth + 1))
+        return out
     if not isinstance(parsed, Mapping):
-        return None, None
+        return []
     mapping = cast("Mapping[str, Any]", parsed)
-    outcome = mapping.get("outcome")
-    patch = mapping.get("outcome_patch")
-    return (
-        outcome if isinstance(outcome, str) and outcome else None,
-        cast("Mapping[str, Any]", patch) if isinstance(patch, Mapping) else None,
-    )
+    found = [mapping]
+    for key in ("data", "kwargs"):
+        inner = mapping.get(key)
+        if isinstance(inner, Mapping):
+            found.extend(_payloads(inner, depth + 1))
+    content = mapping.get("content")
+    if isinstance(content, str):
+        found.extend(_payloads(parse_json(content), depth + 1))
+    elif isinstance(content, list):
+        found.extend(_payloads(content, depth + 1))
+    return found
+
+
+def result_outcome(raw: Any) -> tuple[str | None, Mapping[str, Any] | None]:
+    """``(outcome, outcome_patch)`` from a tool result that carries them (JSON or mapping),
+    also inside a message envelope (LangChain ``ToolMessage``, MCP text content)."""
+    for mapping in _payloads(parse_json(raw, max_chars=FULL_PARSE_MAX_CHARS)):
+        outcome = mapping.get("outcome")
+        patch = mapping.get("outcome_patch")
+        if (isinstance(outcome, str) and outcome) or isinstance(patch, Mapping):
+            return (
+                outcome if isinstance(outcome, str) and outcome else None,
+                cast("Mapping[str, Any]", patch) if isinstance(patch, Mapping) else None,
+            )
+    return None, None
 
 
 def to_json_text(value: Any) -> str | None:

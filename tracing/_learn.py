@@ -31,6 +31,8 @@ class Pending:
     call_id: str | None
     raw_intent: str | None
     """The raw (model-written) intent in its arguments; the gate is applied at match time."""
+    batch_id: str | None = None
+    """The requesting model span's id: the calls of one model step form one block."""
 
 
 class RequestedCalls:
@@ -49,11 +51,17 @@ class RequestedCalls:
         return trace_id in self._traces  # a racy read is fine: take() re-checks under the lock
 
     def add(
-        self, trace_id: int, calls: Iterable[RequestedCall], read: Callable[[Any], str | None]
+        self,
+        trace_id: int,
+        calls: Iterable[RequestedCall],
+        read: Callable[[Any], str | None],
+        *,
+        batch_id: str | None = None,
     ) -> int:
         """Remember calls requested in a trace; returns how many were added."""
         pending = [
-            Pending(c.tool_name, c.call_id, intent_candidate(c.arguments, read=read)) for c in calls
+            Pending(c.tool_name, c.call_id, intent_candidate(c.arguments, read=read), batch_id)
+            for c in calls
         ]
         if not pending:
             return 0

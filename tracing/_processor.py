@@ -310,6 +310,7 @@ class IntentSpanProcessor(SpanProcessor):
             parent_call_id=parent_call,
             call_id=pending.call_id if pending is not None else None,
             learned_intent=pending.raw_intent if pending is not None else None,
+            batch_id=pending.batch_id if pending is not None else None,
         )
         start = derive_start(
             view, facts, policy=self._policy, registry=self._registry, ctx=ctx, naming=self._naming
@@ -325,7 +326,7 @@ class IntentSpanProcessor(SpanProcessor):
             span.update_name(start.name)
             self._count("named_at_start")
         span.set_attributes(marks)
-        self._record(start.anchor)
+        self._record(start.anchor.copy())  # the ledger owns the dict it gets
 
     def _scope(self, span_id: int, scope: _Scope) -> None:
         if len(self._scopes) >= _MAX_SCOPES:  # spans that never end: forget the oldest
@@ -377,10 +378,10 @@ class IntentSpanProcessor(SpanProcessor):
             if self._naming == "intent" and start.intent:
                 span.update_name(label)
             span.set_attributes({A.BACKGROUND: True, A.LABEL: label})
-            anchor = dict(start.anchor)
+            anchor = start.anchor.copy()
             anchor["status"] = "background"
             anchor["label"] = label
-            self._record(anchor)  # type: ignore[arg-type]
+            self._record(anchor)
             limit = timeout_s if timeout_s is not None else self._options.background_timeout_s
             self._background[context.span_id] = (span, time.monotonic() + limit)
             self._count("background_dispatched")
@@ -407,9 +408,10 @@ class IntentSpanProcessor(SpanProcessor):
                     span.end()
             except Exception as exc:
                 self._fail("reap", exc)
-        if not self._background:
+        deadlines = [d for _, d in list(self._background.values())]  # others mutate it
+        if not deadlines:
             return None
-        return max(0.0, min(d for _, d in self._background.values()) - time.monotonic())
+        return max(0.0, min(deadlines) - time.monotonic())
 
     # ----------------------------------------------------------------------------- end
     def _on_ending(self, span: Span) -> None:
@@ -438,7 +440,7 @@ class IntentSpanProcessor(SpanProcessor):
                 and context is not None
                 and is_model_span(attrs)
             ):
-                self._learn(context.trace_id, attrs)
+                self._learn(context.trace_id, context.span_id, attrs)
             if live is None:
                 convention = match_convention(span.name, attrs, self._conventions)
                 if convention is None:
@@ -475,11 +477,14 @@ class IntentSpanProcessor(SpanProcessor):
             self._pending += 1
         self._queue.put(item)
 
-    def _learn(self, trace_id: int, attrs: Mapping[str, Any]) -> None:
+    def _learn(self, trace_id: int, span_id: int, attrs: Mapping[str, Any]) -> None:
         try:
             calls = requested_calls(attrs)
             if calls:
-                self._count("learned_calls", self._requested.add(trace_id, calls, read_intent))
+                added = self._requested.add(
+                    trace_id, calls, read_intent, batch_id=format_span_id(span_id)
+                )
+                self._count("learned_calls", added)
         except Exception as exc:
             self._fail("learn", exc)
 
@@ -562,14 +567,12 @@ class IntentSpanProcessor(SpanProcessor):
     def _settle_minimal(self, span: ReadableSpan, live: _Live) -> None:
         """Redaction failed: settle the in-flight anchor with nothing model- or tool-written."""
         status = "error" if span.status.status_code == StatusCode.ERROR else "success"
-        write = dict(live.start.anchor)
-        write.update(
-            status=status,
-            label=default_label(live.facts.tool_name, status),
-            intent=None,
-            end_ns=span.end_time,
-        )
-        self._record(write)  # type: ignore[arg-type]
+        write = live.start.anchor.copy()
+        write["status"] = status
+        write["label"] = default_label(write["tool_name"], status)
+        write["intent"] = None
+        write["end_ns"] = span.end_time
+        self._record(write)
 
     # ----------------------------------------------------------------------------- the thread
     def _ensure_worker(self) -> None:

@@ -7,7 +7,6 @@ and an app whose ``TracerProvider`` already exists (its processors get wrapped).
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -100,10 +99,9 @@ def _resolve_ledger(ledger: LedgerSink | str | bool | None) -> LedgerSink | None
             return None
         ledger = url
     if ledger is True or isinstance(ledger, str):
-        open_ledger: Any = getattr(importlib.import_module("tracing.ledger"), "open_ledger", None)
-        if open_ledger is None:
-            raise ConfigError("ledger=... needs tracing.ledger.open_ledger (not installed)")
-        return cast("LedgerSink", open_ledger(None if ledger is True else ledger))
+        from tracing.ledger import open_ledger
+
+        return open_ledger(None if ledger is True else ledger)
     return ledger
 
 

@@ -292,7 +292,7 @@ def test_redaction_error_drops_the_span_and_counts() -> None:
     with capture(policy=policy) as cap:
         with tool_call(
             "lookup",
-            {"intent": "Looking up 123", "ssn": "123"},
+            {"intent": "Looking up ssn-7731-zq", "ssn": "ssn-7731-zq"},
             tracer=cap.tracer,
             label_bearing=True,
         ) as c:
@@ -304,7 +304,7 @@ def test_redaction_error_drops_the_span_and_counts() -> None:
     assert [s["name"] for s in spans] == ["execute_tool other"]
     assert cap.processor.stats()["dropped"] == 1
     assert any("RedactionError" in e for _, e in cap.processor.internal_errors())
-    assert "123" not in json.dumps(anchors)
+    assert "ssn-7731-zq" not in json.dumps(anchors)
 
 
 def test_ledger_in_flight_then_settled_with_batch_session_and_parent_call() -> None:
