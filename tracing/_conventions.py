@@ -160,7 +160,9 @@ class AttributeConvention:
 
     def facts(self, view: SpanView) -> ToolFacts:
         attrs = view.attributes
-        tool = _first_str(attrs, self.tool_name_keys) or self.tool_name_from_span(view.name)
+        before = attrs.get(A.ORIGINAL_NAME)  # the span may have been renamed at start
+        name = before if isinstance(before, str) and before else view.name
+        tool = _first_str(attrs, self.tool_name_keys) or self.tool_name_from_span(name)
         args = _first_present(attrs, self.args_keys)
         if args is None:
             args = _event_value(view, self.args_event, self.event_value_keys)
@@ -169,7 +171,7 @@ class AttributeConvention:
             result = _event_value(view, self.result_event, self.event_value_keys)
         return ToolFacts(
             convention=self.name,
-            tool_name=tool or view.name,
+            tool_name=tool or name,
             call_id=_first_str(attrs, self.call_id_keys),
             args=args,
             result=result,

@@ -100,6 +100,19 @@ class RequestedCalls:
                 del self._traces[trace_id]
             return match
 
+    def exchange(self, trace_id: int, give: Pending, raw_intent: str) -> Pending | None:
+        """Swap ``give`` for a waiting call of the same tool with this intent (a span that was
+        matched by order turned out to be another call); None when there is none."""
+        with self._lock:
+            queue = self._traces.get(trace_id)
+            if not queue:
+                return None
+            for index, waiting in enumerate(queue):
+                if waiting.tool_name == give.tool_name and waiting.raw_intent == raw_intent:
+                    queue[index] = give
+                    return waiting
+            return None
+
     def __len__(self) -> int:
         with self._lock:
             return sum(len(q) for q in self._traces.values())

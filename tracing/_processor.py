@@ -49,10 +49,11 @@ from tracing._derive import (
     derive_call,
     derive_start,
     langfuse_attributes,
+    raw_intent_of,
     safe_text,
 )
 from tracing._intent import IntentRegistry, default_registry, read_intent, sanitize_label
-from tracing._learn import Pending, RequestedCalls
+from tracing._learn import MAX_TRACES, Pending, RequestedCalls
 from tracing._options import IntentOptions
 from tracing._status import default_label, frame_label
 from tracing.ledger._model import AnchorWrite
@@ -93,6 +94,9 @@ class _Live:
     facts: ToolFacts
     ctx: CallContext
     start: StartCall
+    pending: Pending | None = None
+    """The learned call this span was matched to by tool name and order (not by call id)."""
+    claimed: bool = False
 
 
 def span_view(span: ReadableSpan) -> SpanView:
@@ -162,7 +166,7 @@ class IntentSpanProcessor(SpanProcessor):
         self._registry: RegistryLike = registry if registry is not None else default_registry()
         self._ledger = ledger
         self._conventions = tuple(conventions)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._processors: tuple[SpanProcessor, ...] = ()
         self._langfuse: set[int] = {id(p) for p in langfuse_processors}
         for processor in (*processors, *langfuse_processors):
@@ -172,6 +176,7 @@ class IntentSpanProcessor(SpanProcessor):
         self._requested = RequestedCalls()
         self._background: dict[int, tuple[Span, float]] = {}
         self._activity_seen: set[int] = set()
+        self._by_name: dict[int, list[_Live]] = {}
         self._counts: dict[str, int] = {}
         self._errors: deque[tuple[str, str]] = deque(maxlen=_MAX_ERRORS)
         self._logged: set[str] = set()
@@ -273,50 +278,68 @@ class IntentSpanProcessor(SpanProcessor):
             self._activity_seen.add(context.span_id)
 
         convention = match_convention(span.name, attrs, self._conventions)
-        pending: Pending | None = None
-        facts: ToolFacts | None = None
         learned_ok = self._options.learn_from_model_spans and self._requested.has(context.trace_id)
-        view: SpanView | None = None
-        if convention is not None:
-            view = span_view(span)
-            facts = convention.facts(view)
-            if learned_ok:
-                pending = self._requested.take(
-                    context.trace_id, call_id=facts.call_id, tool_name=facts.tool_name
-                )
-        elif learned_ok:
-            # instrumentations that start tool spans with no attributes, named by the tool
-            pending = self._requested.take(context.trace_id, call_id=None, tool_name=span.name)
-            if pending is not None:
+        # matching a learned call and registering the match is atomic: a sibling settling in
+        # the settle thread may trade calls with it (see _reconcile)
+        with self._lock if learned_ok else contextlib.nullcontext():
+            pending: Pending | None = None
+            facts: ToolFacts | None = None
+            view: SpanView | None = None
+            if convention is not None:
                 view = span_view(span)
-                facts = ToolFacts(
-                    convention="learned", tool_name=pending.tool_name, call_id=pending.call_id
-                )
-        parent_call = inherited.call_id if inherited is not None else None
-        if facts is None or view is None:
-            if session_id or agent_id or turn is not None or parent_call:
-                self._scope(
-                    context.span_id, _Scope(session_id, agent_id, turn, parent_call, parent_call)
-                )
-            return
+                facts = convention.facts(view)
+                if learned_ok:
+                    pending = self._requested.take(
+                        context.trace_id, call_id=facts.call_id, tool_name=facts.tool_name
+                    )
+            elif learned_ok:
+                # instrumentations that start tool spans with no attributes, named by the tool
+                pending = self._requested.take(context.trace_id, call_id=None, tool_name=span.name)
+                if pending is not None:
+                    view = span_view(span)
+                    facts = ToolFacts(
+                        convention="learned", tool_name=pending.tool_name, call_id=pending.call_id
+                    )
+            parent_call = inherited.call_id if inherited is not None else None
+            if facts is None or view is None:
+                if session_id or agent_id or turn is not None or parent_call:
+                    self._scope(
+                        context.span_id,
+                        _Scope(session_id, agent_id, turn, parent_call, parent_call),
+                    )
+                return
 
-        self._count("tool_spans_started")
-        if pending is not None:
-            self._count("learned_matched")
-        ctx = CallContext(
-            session_id=session_id,
-            agent_id=agent_id,
-            turn=turn,
-            parent_call_id=parent_call,
-            call_id=pending.call_id if pending is not None else None,
-            learned_intent=pending.raw_intent if pending is not None else None,
-            batch_id=pending.batch_id if pending is not None else None,
-        )
-        start = derive_start(
-            view, facts, policy=self._policy, registry=self._registry, ctx=ctx, naming=self._naming
-        )
-        ctx = replace(ctx, call_id=start.call_id)
-        self._live[context.span_id] = _Live(span, facts, ctx, start)
+            self._count("tool_spans_started")
+            if pending is not None:
+                self._count("learned_matched")
+            ctx = CallContext(
+                session_id=session_id,
+                agent_id=agent_id,
+                turn=turn,
+                parent_call_id=parent_call,
+                call_id=pending.call_id if pending is not None else None,
+                learned_intent=pending.raw_intent if pending is not None else None,
+                batch_id=pending.batch_id if pending is not None else None,
+            )
+            start = derive_start(
+                view,
+                facts,
+                policy=self._policy,
+                registry=self._registry,
+                ctx=ctx,
+                naming=self._naming,
+            )
+            ctx = replace(ctx, call_id=start.call_id)
+            by_name = pending is not None and not (
+                convention is not None and facts.call_id and facts.call_id == pending.call_id
+            )
+            live = _Live(span, facts, ctx, start, pending if by_name else None)
+            self._live[context.span_id] = live
+            if by_name:
+                with self._lock:
+                    self._by_name.setdefault(context.trace_id, []).append(live)
+                    while len(self._by_name) > MAX_TRACES:
+                        del self._by_name[next(iter(self._by_name))]
         self._scope(context.span_id, _Scope(session_id, agent_id, turn, start.call_id, parent_call))
         marks: dict[str, Any] = {A.TOOL_CALL_ID: start.call_id, A.LABEL: start.label}
         if start.intent:
@@ -524,6 +547,8 @@ class IntentSpanProcessor(SpanProcessor):
             if facts is None:
                 self._forward_plain(span)
                 return
+            if live is not None and live.pending is not None:
+                ctx = self._reconcile(live, facts, span)
             derived = derive_call(
                 view,
                 policy=self._policy,
@@ -563,6 +588,44 @@ class IntentSpanProcessor(SpanProcessor):
             return
         self._record(derived.anchor)
         self._forward(shaped, for_langfuse)
+
+    def _reconcile(self, live: _Live, facts: ToolFacts, span: ReadableSpan) -> CallContext:
+        """A span matched to a learned call by tool name may have got a sibling's call (parallel
+        calls of one tool start in any order). Its own args, known now, tell which one it was:
+        take that call's id and intent, and give ours to the sibling still waiting for it."""
+        own = raw_intent_of(facts, gate=True, full=True)
+        context = span.context
+        trace_id = context.trace_id if context is not None else 0
+        with self._lock:
+            live.claimed = True
+            mine = live.pending
+            siblings = self._by_name.get(trace_id, [])
+            if mine is not None and own and own != mine.raw_intent:
+                for other in siblings:
+                    theirs = other.pending
+                    if (
+                        other is not live
+                        and not other.claimed
+                        and theirs is not None
+                        and theirs.tool_name == mine.tool_name
+                        and theirs.raw_intent == own
+                    ):
+                        other.pending, live.pending = mine, theirs
+                        other.ctx = _with_learned(other.ctx, mine)
+                        live.ctx = _with_learned(live.ctx, theirs)
+                        self._count("learned_reassigned")
+                        break
+                else:  # the call it really was has not started yet: trade with the queue
+                    theirs = self._requested.exchange(trace_id, mine, own)
+                    if theirs is not None:
+                        live.pending = theirs
+                        live.ctx = _with_learned(live.ctx, theirs)
+                        self._count("learned_reassigned")
+            if live in siblings:
+                siblings.remove(live)
+            if not siblings:
+                self._by_name.pop(trace_id, None)
+        return live.ctx
 
     def _settle_minimal(self, span: ReadableSpan, live: _Live) -> None:
         """Redaction failed: settle the in-flight anchor with nothing model- or tool-written."""
@@ -644,6 +707,12 @@ class IntentSpanProcessor(SpanProcessor):
                 processor.shutdown()
             except Exception as exc:
                 self._fail(f"{type(processor).__name__}.shutdown", exc)
+
+
+def _with_learned(ctx: CallContext, pending: Pending) -> CallContext:
+    if pending.call_id:
+        return replace(ctx, call_id=pending.call_id, learned_intent=pending.raw_intent)
+    return replace(ctx, learned_intent=pending.raw_intent)
 
 
 def _copy(

@@ -11,7 +11,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from redaction import RedactionPolicy
-from tracing import IntentRegistry
+from tracing import IntentOptions, IntentRegistry
 from tracing import attributes as A
 from tracing._conventions import (
     DEFAULT_CONVENTIONS,
@@ -309,3 +309,49 @@ def test_derive_call_on_a_plain_view_is_what_the_receiver_uses() -> None:
         derive_call(SpanView(name="db query", attributes={}), policy=RedactionPolicy.default())
         is None
     )
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_parallel_calls_started_out_of_order_get_their_own_call_ids(overlap: bool) -> None:
+    """Matched by tool name and order at start; corrected by their own args at settle."""
+    calls = [
+        ("c1", "search_code", {"intent": "Searching A", "q": "a"}),
+        ("c2", "search_code", {"intent": "Searching B", "q": "b"}),
+    ]
+
+    def tool_span(cap: Any) -> Any:
+        return cap.tracer.start_span("search_code")  # no attributes until the end
+
+    def finish(span: Any, intent: str) -> None:
+        span.set_attributes(
+            {
+                A.OPENINFERENCE_SPAN_KIND: "TOOL",
+                A.OI_INPUT_VALUE: json.dumps({"intent": intent}),
+            }
+        )
+        span.end()
+
+    options = IntentOptions(settle_in_thread=False)
+    with capture(registry=REGISTRY, options=options) as cap:
+        with cap.tracer.start_as_current_span("agent"):
+            _end_only(cap, "ChatModel", _oi_llm_attrs(calls))
+            first = tool_span(cap)  # really the B call, but takes c1 by order
+            if overlap:
+                second = tool_span(cap)  # takes c2
+                finish(first, "Searching B")  # trades with the started sibling
+                finish(second, "Searching A")
+            else:
+                finish(first, "Searching B")  # trades with the call still waiting
+                second = tool_span(cap)
+                finish(second, "Searching A")
+        anchors = cap.anchors()
+        tools = [s for s in cap.dicts() if A.TOOL_CALL_ID in s["attributes"]]
+        spans = {s["attributes"][A.TOOL_CALL_ID]: s for s in tools}
+    span_of = {"c1": second, "c2": first}
+    for call_id, intent in (("c1", "Searching A"), ("c2", "Searching B")):
+        assert anchors[call_id]["intent"] == intent
+        assert anchors[call_id]["span_id"] == format(
+            span_of[call_id].get_span_context().span_id, "016x"
+        )
+        assert spans[call_id]["name"] == intent
+    assert cap.processor.stats()["learned_reassigned"] >= 1
