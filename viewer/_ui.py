@@ -135,6 +135,9 @@ _FOCUS_JS: Final = """<script>
       clearInterval(timer);
       // once per element: a live session's refresh must not pull the reader back
       if (el && el.getAttribute("data-focused") !== "1") {{
+        document.querySelectorAll("[data-focused='1']").forEach(function (old) {{
+          old.removeAttribute("data-focused");
+        }});
         el.setAttribute("data-focused", "1");
         el.scrollIntoView({{block: "center"}});
       }}
@@ -155,7 +158,7 @@ def page_style() -> None:
     """Small layout rules shared by every page."""
     st.html(
         """<style>
-[class*="st-key-nest-"] { margin-left: 1.25rem; }
+[class*="st-key-nest-"] { padding-left: 1.25rem; box-sizing: border-box; }
 [class*="st-key-head-"] [data-testid="stText"] { font-weight: 600; }
 </style>"""
     )

@@ -65,7 +65,8 @@ def server(fixture_url: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def browser(server: str) -> Iterator[Any]:
+def tab(server: str) -> Iterator[Any]:
+    """One Chromium tab for the module (each test starts by loading the URL it tests)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -73,23 +74,18 @@ def browser(server: str) -> Iterator[Any]:
             executable_path=CHROMIUM,
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )
+        page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+        dialogs: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.dialogs = dialogs
+        requests: list[str] = []
+        page.on("request", lambda r: requests.append(r.url))
+        page.requests = requests
         # A fresh server's first page load can come up blank: load once before testing.
-        warm = chromium.new_page()
-        warm.goto(server)
-        warm.wait_for_selector("[data-testid=stMain] h1", timeout=30_000)
-        warm.close()
-        yield chromium
+        page.goto(server)
+        page.wait_for_selector("[data-testid=stMain] h1", timeout=30_000)
+        yield page
         chromium.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    tab = browser.new_page(viewport={"width": 1400, "height": 1000})
-    dialogs: list[str] = []
-    tab.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    tab.dialogs = dialogs
-    yield tab
-    tab.close()
 
 
 def focused(tab: Any, call_id: str) -> Any:
@@ -103,69 +99,64 @@ def in_viewport(tab: Any, element: Any) -> bool:
     return box is not None and box["y"] < height and box["y"] + min(box["height"], 40) > 0
 
 
-def test_pasted_deep_link_lands_on_and_highlights_the_call(server: str, page: Any) -> None:
+def test_pasted_deep_link_lands_on_and_highlights_the_call(server: str, tab: Any) -> None:
     # pasted on the root URL: the router opens the Session page on that call
-    page.goto(f"{server}/?session={AUTH}&anchor=c10")
-    target = focused(page, "c10")
-    page.wait_for_timeout(300)  # let the smooth layout settle
-    assert in_viewport(page, target)
+    tab.goto(f"{server}/?session={AUTH}&anchor=c10")
+    target = focused(tab, "c10")
+    tab.wait_for_timeout(300)  # let the smooth layout settle
+    assert in_viewport(tab, target)
     assert "No down-migration found" in target.inner_text()
     assert "Looking for down-migrations" in target.inner_text()  # its detail is open
     outline = target.evaluate("e => getComputedStyle(e).outlineStyle")
     assert outline == "solid"
-    assert page.locator("[data-focused='1']").count() == 1  # only that call
-    other = page.locator(f".st-key-{call_key('c1')}")
+    assert tab.locator("[data-focused='1']").count() == 1  # only that call
+    other = tab.locator(f".st-key-{call_key('c1')}")
     assert other.evaluate("e => getComputedStyle(e).outlineStyle") == "none"
-    assert "/session" in page.url and "anchor=c10" in page.url
+    assert "/session" in tab.url and "anchor=c10" in tab.url
+    # a screenshot of the session page for review (artifacts/ is not committed)
+    tab.set_viewport_size({"width": 1400, "height": 2200})
+    tab.wait_for_timeout(500)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shot: Path = SCREENSHOTS / "session.png"
+    tab.screenshot(path=str(shot))
+    tab.set_viewport_size({"width": 1400, "height": 1000})
+    assert shot.stat().st_size > 20_000
 
 
-def test_links_across_pages_open_the_call(server: str, page: Any) -> None:
-    page.goto(f"{server}/live")
-    row = page.locator(f".st-key-{call_key('l2')}")
-    row.wait_for(timeout=20_000)
+def test_links_across_pages_open_the_call(server: str, tab: Any) -> None:
+    tab.goto(f"{server}/live")
     # the Live page's row for l2 has a Details link to the Session page on that call
-    page.locator("[data-testid=stMain] [data-testid=stPageLink]").filter(
-        has=page.locator("text=Details")
-    ).nth(1).click()
-    target = focused(page, "l2")
+    tab.locator(f".st-key-{call_key('l2')} a").click(timeout=20_000)
+    target = focused(tab, "l2")
     assert "Checking the deploy status" in target.inner_text()
-    assert in_viewport(page, target)
+    assert in_viewport(tab, target)
+    tab.wait_for_url("**/session?*anchor=l2*")
+    # a Details link on the Session page moves the focus, and the URL follows (shareable)
+    tab.locator(f".st-key-{call_key('l3')} a").click()
+    target = focused(tab, "l3")
+    assert "Building the release artifacts" in target.inner_text()
+    tab.wait_for_url("**/session?*anchor=l3*")
+    assert tab.locator("[data-focused='1']").count() == 1
 
 
-def test_model_text_is_literal_and_runs_nothing(server: str, page: Any) -> None:
-    page.goto(f"{server}/session?session={XSS}&anchor=x1")
-    target = focused(page, "x1")
+def test_model_text_is_literal_and_runs_nothing(server: str, tab: Any) -> None:
+    tab.goto(f"{server}/session?session={XSS}&anchor=x1")
+    target = focused(tab, "x1")
     assert XSS_INTENT in target.inner_text()  # literally, in the row and in the detail
-    main = page.locator("[data-testid=stMain]")
+    main = tab.locator("[data-testid=stMain]")
     assert main.locator("img[src='x']").count() == 0
     assert main.locator("strong", has_text="bold").count() == 0
     assert main.locator("b", has_text="bold").count() == 0
     assert main.locator("a[href^='http://x']").count() == 0
     # the timeline's tooltip shows it as text too
-    page.get_by_role("tab", name="Timeline").click()
-    chart = main.locator("[data-testid=stVegaLiteChart]")
-    chart.wait_for(timeout=20_000)
-    box = chart.bounding_box()
-    assert box is not None
-    page.wait_for_timeout(500)
-    for dx in range(480, 1000, 40):  # sweep across the bar
-        page.mouse.move(box["x"] + dx, box["y"] + box["height"] / 2)
-        page.wait_for_timeout(30)
-    assert page.locator("#vg-tooltip-element img").count() == 0
-    page.wait_for_timeout(500)
-    assert page.dialogs == []
-    assert page.evaluate("() => window.__xss === undefined")
-
-
-def test_screenshot_of_the_session_page(server: str, browser: Any) -> None:
-    tab = browser.new_page(viewport={"width": 1400, "height": 2400})
-    try:
-        tab.goto(f"{server}/session?session={AUTH}")
-        tab.wait_for_selector("text=Migration review done · No down-migration found")
-        tab.wait_for_timeout(500)
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        shot: Path = SCREENSHOTS / "session.png"
-        tab.screenshot(path=str(shot), full_page=True)
-        assert shot.stat().st_size > 20_000
-    finally:
-        tab.close()
+    tab.get_by_role("tab", name="Timeline").click()
+    bar = main.locator("[data-testid=stVegaLiteChart] .mark-rect path").first
+    bar.hover(timeout=20_000)
+    tooltip = tab.locator("#vg-tooltip-element.visible")
+    tooltip.wait_for(timeout=10_000)
+    assert XSS_INTENT in tooltip.inner_text()
+    assert tooltip.locator("img, strong, a").count() == 0
+    tab.wait_for_timeout(300)
+    assert tab.dialogs == []  # no alert ran
+    assert tab.locator("[onerror]").count() == 0
+    assert not [u for u in tab.requests if u.rstrip("/").endswith("/x")]  # no <img src=x> load

@@ -83,8 +83,10 @@ def render() -> None:
         st.warning("The ledger has no session with this id:")
         st.text(session_id)
         return
-    if st.query_params.get(SESSION_PARAM) != session_id:
-        st.query_params[SESSION_PARAM] = session_id  # the URL names what is shown
+    # The URL names what is shown (also after an in-page link, which does not update it).
+    st.query_params[SESSION_PARAM] = session_id
+    if anchor is not None:
+        st.query_params[ANCHOR_PARAM] = anchor
     if info["in_flight"]:
         _live_session(url, session_id, anchor)  # refreshes itself while calls are live
     else:
@@ -388,7 +390,7 @@ def _timeline(story: Story, blocks: list[Block], now_ns: int) -> None:
         spacing=6,
     ).resolve_scale(y="shared")
     st.altair_chart(chart, width="content")
-    st.caption(f"{len(frame)} calls on this page, one row each, in sequence order.")
+    st.caption(f"{count_text(len(frame))} on this page, one row each, in sequence order.")
 
 
 def _checkpoints(url: str, story: Story, info: SessionInfo) -> None:
