@@ -9,6 +9,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,28 +65,46 @@ def server(fixture_url: str) -> Iterator[str]:
         urllib.request.urlopen(f"{base}/_stcore/health", timeout=2)
 
 
+@dataclass
+class Tab:
+    """One browser tab and what it saw."""
+
+    page: Any
+    dialogs: list[str] = field(default_factory=list[str])
+    requests: list[str] = field(default_factory=list[str])
+
+
 @pytest.fixture(scope="module")
-def tab(server: str) -> Iterator[Any]:
+def browser_tab(server: str) -> Iterator[Tab]:
     """One Chromium tab for the module (each test starts by loading the URL it tests)."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import Dialog, Request, sync_playwright
 
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(
             executable_path=CHROMIUM,
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )
-        page = chromium.new_page(viewport={"width": 1400, "height": 1000})
-        dialogs: list[str] = []
-        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-        page.dialogs = dialogs
-        requests: list[str] = []
-        page.on("request", lambda r: requests.append(r.url))
-        page.requests = requests
+        tab = Tab(chromium.new_page(viewport={"width": 1400, "height": 1000}))
+
+        def on_dialog(dialog: Dialog) -> None:
+            tab.dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        def on_request(request: Request) -> None:
+            tab.requests.append(request.url)
+
+        tab.page.on("dialog", on_dialog)
+        tab.page.on("request", on_request)
         # A fresh server's first page load can come up blank: load once before testing.
-        page.goto(server)
-        page.wait_for_selector("[data-testid=stMain] h1", timeout=30_000)
-        yield page
+        tab.page.goto(server)
+        tab.page.wait_for_selector("[data-testid=stMain] h1", timeout=30_000)
+        yield tab
         chromium.close()
+
+
+@pytest.fixture
+def tab(browser_tab: Tab) -> Any:
+    return browser_tab.page
 
 
 def focused(tab: Any, call_id: str) -> Any:
@@ -139,7 +158,7 @@ def test_links_across_pages_open_the_call(server: str, tab: Any) -> None:
     assert tab.locator("[data-focused='1']").count() == 1
 
 
-def test_model_text_is_literal_and_runs_nothing(server: str, tab: Any) -> None:
+def test_model_text_is_literal_and_runs_nothing(server: str, tab: Any, browser_tab: Tab) -> None:
     tab.goto(f"{server}/session?session={XSS}&anchor=x1")
     target = focused(tab, "x1")
     assert XSS_INTENT in target.inner_text()  # literally, in the row and in the detail
@@ -157,6 +176,8 @@ def test_model_text_is_literal_and_runs_nothing(server: str, tab: Any) -> None:
     assert XSS_INTENT in tooltip.inner_text()
     assert tooltip.locator("img, strong, a").count() == 0
     tab.wait_for_timeout(300)
-    assert tab.dialogs == []  # no alert ran
+    assert browser_tab.dialogs == []  # no alert ran
     assert tab.locator("[onerror]").count() == 0
-    assert not [u for u in tab.requests if u.rstrip("/").endswith("/x")]  # no <img src=x> load
+    assert not [
+        u for u in browser_tab.requests if u.rstrip("/").endswith("/x")
+    ]  # no <img src=x> load
