@@ -59,6 +59,12 @@ class Spy:
         if self.inner is not None:
             self.inner.record(write)
 
+    def set_activity(
+        self, session_id: str, batch_id: str, label: str, *, turn: int | None = None
+    ) -> None:
+        if self.inner is not None:
+            self.inner.set_activity(session_id, batch_id, label, turn=turn)
+
     def of(self, call_id: str) -> list[dict[str, Any]]:
         return [w for w in self.writes if w["tool_call_id"] == call_id]
 

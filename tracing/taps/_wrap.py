@@ -22,7 +22,6 @@ the event.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import threading
 import weakref
@@ -30,6 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from functools import cache
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
+from tracing._context import current_session
 from tracing._intent import IntentRegistry, default_registry
 from tracing.taps._options import TapOptions
 from tracing.taps._tracker import (
@@ -230,18 +230,10 @@ def _default_policy() -> RedactionPolicy:
 
 def _session_context() -> tuple[str | None, str | None, int | None]:
     """(session, agent, turn) of the enclosing ``tracing.session(...)``, when there is one."""
-    try:
-        module = importlib.import_module("tracing._context")
-        current = cast("Any", module).current_session()
-    except Exception:  # not available (older tracing), or no session
-        return None, None, None
+    current = current_session()
     if current is None:
         return None, None, None
-    return (
-        cast("str | None", getattr(current, "session_id", None)),
-        cast("str | None", getattr(current, "agent_id", None)),
-        cast("int | None", getattr(current, "turn", None)),
-    )
+    return current.session_id, current.agent_id, current.turn
 
 
 class StreamTap:
