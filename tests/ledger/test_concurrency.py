@@ -52,7 +52,9 @@ def test_32_threads_x_1000_calls(ledger: Ledger) -> None:
 
 
 def test_full_queue_drops_are_counted_and_logged_once(caplog: pytest.LogCaptureFixture) -> None:
-    ledger = open_ledger("sqlite:///:memory:", options=LedgerOptions(max_queue_size=10))
+    ledger = open_ledger(
+        "sqlite:///:memory:", options=LedgerOptions(max_queue_size=10, flush_interval_millis=0)
+    )
     store_lock = ledger._store.guard()  # test hook: hold the in-memory database
     caplog.set_level(logging.WARNING, "tracing.ledger")
     with store_lock:  # the writer thread blocks on it; record() must not

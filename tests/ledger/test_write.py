@@ -171,10 +171,39 @@ def test_invalid_writes_are_counted_not_raised(ledger: Ledger) -> None:
     ledger.record({"tool_call_id": "", "tool_name": "x", "status": "success"})
     ledger.record({"tool_call_id": "a", "tool_name": "x", "status": "done"})  # type: ignore[typeddict-item]
     ledger.record({"tool_name": "x", "status": "success"})  # type: ignore[typeddict-item]
-    ledger.record(start("ok", args={"q": "dict args become JSON"}, error="\ud800 lone surrogate"))  # type: ignore[arg-type]
+    ledger.record(start("ok", args={"q": "dict args become JSON"}, error="\ud800 lone surrogate",
+                        result="nul\x00byte", turn="3"))  # type: ignore[arg-type]  # fmt: skip
+    ledger.record(start("fine", intent="Searching"))  # same batch: not lost with the bad one
+    ledger.record(start("bad-turn", turn="soon", end_ns=1.5))  # type: ignore[arg-type]
     written(ledger)
     stats = ledger.stats()
-    assert stats["invalid"] == 3 and stats["dropped"] == 3 and stats["written"] == 1
+    assert stats["invalid"] == 3 and stats["dropped"] == 3 and stats["written"] == 3
+    assert stats["errors"] == 0  # coerced on the careful replay, not failed
     ok = get(ledger, "ok")
-    assert ok["args"] == '{"q": "dict args become JSON"}'
+    assert ok["args"] == '{"q": "dict args become JSON"}' and ok["turn"] == 3
     assert ok["error"] is not None and "lone surrogate" in ok["error"]
+    assert ok["result"] in ("nul\x00byte", "nul\ufffdbyte")  # PostgreSQL text cannot hold NUL
+    assert get(ledger, "fine")["intent"] == "Searching"
+    bad = get(ledger, "bad-turn")  # wrong types never reach a column: coerced or NULL
+    assert bad["turn"] is None and bad["end_ns"] == 1
+
+
+def test_replay_after_reopen_is_still_idempotent(open_fresh: Callable[..., Ledger]) -> None:
+    # A new writer does not know the ids: its first try inserts them, the database refuses the
+    # duplicates, and the batch is replayed with every id looked up. Nothing is duplicated,
+    # nothing is dropped, nothing changes.
+    writes = [start("a", intent="A"), start("b", intent="B"), settle("a"), settle("b", "error")]
+    first = open_fresh()
+    for w in writes:
+        first.record(dict(w))  # type: ignore[arg-type]
+    written(first)
+    before = first.session_anchors("s1")
+    first.close()
+    second = open_fresh()
+    for w in [*writes, start("c")]:
+        second.record(dict(w))  # type: ignore[arg-type]
+    written(second)
+    after = second.session_anchors("s1")
+    assert after[:2] == before and after[2]["tool_call_id"] == "c"
+    stats = second.stats()
+    assert stats["written"] == 5 and stats["dropped"] == 0 and stats["errors"] == 0

@@ -25,8 +25,11 @@ class LedgerOptions:
 
     max_queue_size: int = 100_000
     """Writes waiting for the writer thread; beyond it ``record`` drops (counted, logged once)."""
-    max_batch_size: int = 5_000
+    max_batch_size: int = 10_000
     """Most queued writes applied in one transaction (coalesced per tool call id)."""
+    flush_interval_millis: int = 50
+    """How long the writer waits for more writes before writing a small batch (``flush``
+    and ``close`` do not wait). Also how late a live view may see a call."""
     retry_attempts: int = 6
     """Attempts at a failing batch beyond the first, with backoff, before it is dropped."""
     retry_backoff_millis: int = 50

@@ -115,11 +115,15 @@ class Ledger:
             self._read_conn = conn
             self._queue = None
             self._max_queue = 0
+            self._wake = threading.Event()
+            self._wake_at = 0
             return
         writer = Writer(self._store, options, reap=True)
         self._writer = writer
         self._queue = writer.queue
         self._max_queue = max(1, options.max_queue_size)
+        self._wake = writer.wake
+        self._wake_at = max(1, min(options.max_batch_size, self._max_queue // 2))
         writer.start()
         writer.first_attempt.wait(options.open_wait_seconds)
         error = writer.init_error
@@ -153,10 +157,16 @@ class Ledger:
         (``stats()["dropped"]``, logged once).
         """
         queue = self._queue
-        if queue is None or self._closed or queue.qsize() >= self._max_queue:
+        if queue is None or self._closed:
+            self._drop()
+            return
+        depth = queue.qsize()
+        if depth >= self._max_queue:
             self._drop()
             return
         queue.put(write)
+        if depth >= self._wake_at and not self._wake.is_set():
+            self._wake.set()  # a full batch is waiting: no need to wait for the interval
 
     def set_activity(
         self, session_id: str, batch_id: str, label: str, *, turn: int | None = None
@@ -209,6 +219,7 @@ class Ledger:
             return writer is None or self._queue is None or self._queue.qsize() == 0
         marker = Flush(threading.Event())
         writer.queue.put(marker)
+        writer.wake.set()
         return marker.done.wait(timeout_s)
 
     def close(self, timeout_s: float = 10.0) -> None:
@@ -220,6 +231,7 @@ class Ledger:
         writer = self._writer
         if writer is not None:
             writer.queue.put(Stop())
+            writer.wake.set()
             writer.thread.join(timeout_s)
             if writer.thread.is_alive():
                 writer.abort.set()

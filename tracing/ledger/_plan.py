@@ -14,15 +14,19 @@ transaction), then ``plan_batch`` replays the batch's writes in arrival order on
 * a ``streaming`` write (a stream tap) for a call already past streaming (in flight, in the
   background or settled) never rewinds it: it only fills columns that are still NULL, never the
   status, the label or what the label is made of.
+
+This runs on the writer thread for every write, so it is written for speed (measured in
+bench/ledger.py); tests/ledger/test_concurrency.py checks that batching never changes a result.
 """
 
 from __future__ import annotations
 
 import json
+import operator
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from tracing._status import LIVE_STATUSES, SETTLED_STATUSES, STATUSES, STREAMING, frame_label
 from tracing.ledger._model import ANCHOR_COLUMNS, COLUMN_TYPES, WRITABLE_COLUMNS
@@ -36,7 +40,6 @@ NOT_LOADED: Final = object()
 """Stands for a stored non-NULL ``args``/``result`` value that the lookup did not load."""
 
 _STATUSES: Final = frozenset(STATUSES)
-_STREAMING_NEVER_FILLS: Final = frozenset({"status", "label", "intent", "outcome"})
 _LABEL_INPUTS: Final = frozenset({"status", "intent", "outcome", "tool_name"})
 _SETTLED_FINAL: Final = _LABEL_INPUTS | {"label"}
 _TEXT_COLUMNS: Final = frozenset(c for c, t in COLUMN_TYPES.items() if t == "text")
@@ -68,21 +71,10 @@ class SessionDelta:
     """What one batch adds to a ``sessions`` row."""
 
     slots: int = 0
+    """Sequence numbers the batch needs from the session's counter."""
     last_turn: int = 0
     first_ns: int | None = None
     last_ns: int | None = None
-
-
-@dataclass(slots=True)
-class _Call:
-    row: dict[str, Any]
-    stored: dict[str, Any] | None
-    rid: Any
-    label_fresh: bool
-    settle_pending: bool = False
-    start_defaulted: bool = False
-    seq_slots: int = 0
-    """How many ``seq`` slots the call took in this batch (it moved session): the last wins."""
 
 
 @dataclass(slots=True)
@@ -95,18 +87,41 @@ class Update:
     values: dict[str, Any]
 
 
+# A call being planned is a small list (cheaper than an object on this hot path):
+_ROW, _STORED, _RID, _FRESH, _PENDING, _DEFAULTED, _TOKEN = range(7)
+# _ROW: the row as it will be; _STORED/_RID: the stored state (None: new) and SQLite rowid;
+# _FRESH: the label came from a writer (else resolved with frame_label); _PENDING: a
+# settle_seq ticket was taken; _DEFAULTED: start_ns was not given; _TOKEN: number of the
+# call's latest seq ticket (a call that moves session takes a new one; the last one wins).
+_SEQ, _SETTLE, _BLOCK = range(3)
+
+
 @dataclass
 class BatchPlan:
     """The outcome of planning one batch."""
 
-    calls: dict[str, _Call] = field(default_factory=lambda: {})
+    calls: dict[str, list[Any]] = field(default_factory=lambda: {})
+    tickets: list[tuple[str, list[Any], int, int]] = field(default_factory=lambda: [])
+    """(session, call or block, kind, token): who gets each number, in event order."""
     sessions: dict[str, SessionDelta] = field(default_factory=lambda: {})
-    activities: list[tuple[Activity, list[int]]] = field(default_factory=lambda: [])
-    slots: dict[str, list[tuple[_Call | list[int], str, int]]] = field(default_factory=lambda: {})
+    activities: list[tuple[Activity, list[Any]]] = field(default_factory=lambda: [])
     invalid: int = 0
     inserts: list[tuple[Any, ...]] = field(default_factory=lambda: [])
     updates: list[Update] = field(default_factory=lambda: [])
     blocks: list[tuple[str, str, int | None, str, int]] = field(default_factory=lambda: [])
+
+
+_KIND: Final = {
+    c: (1 if c in _INT_COLUMNS else 2 if c in _JSON_COLUMNS else 0) for c in WRITABLE_COLUMNS
+}
+_EMPTY_ROW: Final[dict[str, Any]] = {**dict.fromkeys(ANCHOR_COLUMNS), "session_id": ""}
+_ROW_TUPLE: Final = cast(
+    "Callable[[dict[str, Any]], tuple[Any, ...]]", operator.itemgetter(*ANCHOR_COLUMNS)
+)
+_UPDATABLE: Final = tuple(c for c in ANCHOR_COLUMNS if c != "updated_ns")
+_WRITABLE_INTS: Final = tuple(
+    c for c in ANCHOR_COLUMNS if c in WRITABLE_COLUMNS and c in _INT_COLUMNS
+)
 
 
 def clean_text(value: Any, *, column: str, strip_nul: bool) -> str | None:
@@ -140,24 +155,63 @@ def _clean_int(value: Any) -> int | None:
         return None
 
 
-def _clean_write(write: Mapping[str, Any], *, strip_nul: bool) -> dict[str, Any] | None:
-    """Validated, coerced copy of a write; None when it cannot be stored."""
-    call_id = write.get("tool_call_id")
-    status = write.get("status")
-    tool = write.get("tool_name")
-    if not isinstance(call_id, str) or not call_id or status not in _STATUSES:
+def _clean_write(
+    write: Mapping[str, Any], *, strip_nul: bool, careful: bool
+) -> Mapping[str, Any] | None:
+    """The write, validated (a copy only when something needs fixing); None when it cannot be
+    stored.
+
+    Hot path (``careful=False``): only the key fields, unknown keys and the integer columns are
+    checked; text that the database refuses (a lone surrogate, a dict, NUL for PostgreSQL)
+    fails the batch, and the writer replays it once with ``careful=True``, which coerces every
+    value.
+    """
+    try:
+        call_id = write["tool_call_id"]
+        status = write["status"]
+        tool = write["tool_name"]
+    except (KeyError, TypeError):
         return None
-    if not isinstance(tool, str) or not tool:
+    if call_id.__class__ is not str or not call_id or status not in _STATUSES:
         return None
-    out: dict[str, Any] = {}
-    for key, value in write.items():
-        if key not in WRITABLE_COLUMNS:
-            continue
-        if key in _INT_COLUMNS:
-            out[key] = _clean_int(value)
-        else:
-            out[key] = clean_text(value, column=key, strip_nul=strip_nul)
-    if "session_id" in out and out["session_id"] is None:
+    if tool.__class__ is not str or not tool:
+        return None
+    if not WRITABLE_COLUMNS.issuperset(write):
+        write = {k: v for k, v in write.items() if k in WRITABLE_COLUMNS}
+    fixes: list[tuple[str, Any]] | None = None
+    if careful:
+        for key, value in write.items():
+            if value is None:
+                continue
+            cls = value.__class__
+            if cls is str:
+                if _KIND[key] != 1 and value.isascii() and not (strip_nul and "\x00" in value):
+                    continue
+            elif cls is int and _KIND[key] == 1:
+                continue
+            if fixes is None:
+                fixes = []
+            if _KIND[key] == 1:
+                fixes.append((key, _clean_int(value)))
+            else:
+                fixes.append((key, clean_text(value, column=key, strip_nul=strip_nul)))
+    else:
+        for key in _WRITABLE_INTS:
+            value = write.get(key)
+            if value is not None and value.__class__ is not int:
+                if fixes is None:
+                    fixes = []
+                fixes.append((key, _clean_int(value)))
+    if fixes is None and None not in (
+        write.get("session_id", ""),
+        write.get("label", ""),
+        write.get("start_ns", 0),
+    ):
+        return write
+    out = dict(write)
+    for key, value in fixes or ():
+        out[key] = value
+    if out.get("session_id", "") is None:
         out["session_id"] = ""
     if "label" in out and out["label"] is None:
         del out["label"]
@@ -172,117 +226,182 @@ def plan_batch(
     *,
     now_ns: int,
     strip_nul: bool = False,
+    careful: bool = True,
 ) -> BatchPlan:
-    """Replay a batch on the stored state (``stored[id] = (rid, loaded columns)``)."""
+    """Replay a batch on the stored state (``stored[id] = (rid, loaded columns)``).
+
+    With ``careful=False`` (the writer's first try) plain dict writes are only validated
+    (key fields, known keys), not coerced: what the database refuses fails the batch, and
+    the writer replays it with ``careful=True``.
+    """
     plan = BatchPlan()
     calls = plan.calls
+    tickets = plan.tickets
+    floors: list[TurnFloor] = []
+    settled = SETTLED_STATUSES
+    statuses = _STATUSES
+    writable = WRITABLE_COLUMNS
+    empty = _EMPTY_ROW
     for item in items:
-        if isinstance(item, Activity):
-            ticket: list[int] = [0]
-            plan.activities.append((item, ticket))
-            _slot(plan, item.session_id, ticket, "block")
-            delta = _delta(plan, item.session_id)
-            if item.turn is not None and item.turn > delta.last_turn:
-                delta.last_turn = item.turn
+        if item.__class__ is dict and not careful:
+            write: dict[str, Any] = item  # pyright: ignore[reportAssignmentType]
+            call_id = status = ""
+            try:
+                call_id = write["tool_call_id"]
+                status = write["status"]
+                tool = write["tool_name"]
+                valid = (
+                    call_id.__class__ is str
+                    and tool.__class__ is str
+                    and bool(call_id)
+                    and bool(tool)
+                    and status in statuses
+                )
+            except (KeyError, TypeError):
+                valid = False
+            if not valid:
+                plan.invalid += 1
+                continue
+            if not writable.issuperset(write):
+                write = {k: v for k, v in write.items() if k in writable}
+            # (a None session_id fails the NOT NULL constraint: the careful replay fixes it)
+        elif item.__class__ is Activity:
+            activity = cast(Activity, item)
+            ticket: list[Any] = [0]
+            plan.activities.append((activity, ticket))
+            tickets.append((activity.session_id, ticket, _BLOCK, 0))
             continue
-        if isinstance(item, TurnFloor):
-            delta = _delta(plan, item.session_id)
-            delta.last_turn = max(delta.last_turn, item.turn)
+        elif item.__class__ is TurnFloor:
+            floors.append(cast(TurnFloor, item))
             continue
-        write = _clean_write(item, strip_nul=strip_nul)
-        if write is None:
-            plan.invalid += 1
-            continue
-        call_id: str = write["tool_call_id"]
+        else:
+            cleaned = _clean_write(cast(Mapping[str, Any], item), strip_nul=strip_nul, careful=True)
+            if cleaned is None:
+                plan.invalid += 1
+                continue
+            write = dict(cleaned)
+            call_id = write["tool_call_id"]
+            status = write["status"]
         call = calls.get(call_id)
         if call is None:
-            found = stored.get(call_id)
+            found = stored.get(call_id) if stored else None
             if found is None:
-                row: dict[str, Any] = dict.fromkeys(ANCHOR_COLUMNS)
-                row["tool_call_id"] = call_id
-                row["session_id"] = ""
-                call = _Call(row=row, stored=None, rid=None, label_fresh=False)
-                calls[call_id] = call
-                _apply(plan, call, write, new=True, now_ns=now_ns)
+                # A call never seen before (the common case).
+                row = {**empty, **write}
+                call = calls[call_id] = [row, None, None, "label" in write, False, False, 1]
+                if row["start_ns"] is None:
+                    end = row["end_ns"]
+                    row["start_ns"] = end if end is not None else now_ns
+                    call[_DEFAULTED] = True
+                session = row["session_id"]
+                tickets.append((session, call, _SEQ, 1))
+                if status in settled:
+                    call[_PENDING] = True
+                    tickets.append((session, call, _SETTLE, 0))
                 continue
             rid, loaded = found
-            call = _Call(row=dict(loaded), stored=loaded, rid=rid, label_fresh=True)
-            calls[call_id] = call
-        _apply(plan, call, write, new=False, now_ns=now_ns)
+            call = calls[call_id] = [dict(loaded), loaded, rid, True, False, False, 0]
+        else:
+            row = call[_ROW]
+            if (
+                status in settled
+                and row["status"] not in settled
+                and "session_id" not in write
+                and not call[_PENDING]
+                and row["settle_seq"] is None
+            ):
+                # The settle of a call started in this batch (the common case), inlined.
+                row.update(write)
+                call[_FRESH] = "label" in write
+                if "start_ns" in write:
+                    call[_DEFAULTED] = False
+                call[_PENDING] = True
+                tickets.append((row["session_id"], call, _SETTLE, 0))
+                continue
+        _further(call, write, status, tickets)
+    _sessions(plan, floors)
     return plan
 
 
-def _delta(plan: BatchPlan, session_id: str) -> SessionDelta:
-    delta = plan.sessions.get(session_id)
-    if delta is None:
-        delta = plan.sessions[session_id] = SessionDelta()
-    return delta
-
-
-def _slot(plan: BatchPlan, session_id: str, target: _Call | list[int], kind: str) -> None:
-    token = 0
-    if kind == "seq" and isinstance(target, _Call):
-        target.seq_slots += 1
-        token = target.seq_slots
-    plan.slots.setdefault(session_id, []).append((target, kind, token))
-    _delta(plan, session_id).slots += 1
-
-
-def _apply(plan: BatchPlan, call: _Call, write: dict[str, Any], *, new: bool, now_ns: int) -> None:
-    row = call.row
-    status = write["status"]
-    if not new and status == STREAMING and row["status"] != STREAMING:
-        # A late stream-tap write never rewinds a call that its processor already started,
-        # backgrounded or settled (writers in other processes race): it only fills gaps.
+def _further(
+    call: list[Any],
+    write: dict[str, Any],
+    status: str,
+    tickets: list[tuple[str, list[Any], int, int]],
+) -> None:
+    """A further write of a call (stored, or already seen in this batch)."""
+    row: dict[str, Any] = call[_ROW]
+    stored_status = row["status"]
+    if (stored_status in SETTLED_STATUSES and status in LIVE_STATUSES) or (
+        status == STREAMING and stored_status != STREAMING
+    ):
+        # A late or replayed live write never un-settles a call, and a late stream-tap write
+        # never rewinds a call its processor already started, backgrounded or settled (writers
+        # in other processes race): it only fills gaps, and never in the label or what the
+        # label is made of.
         for key, value in write.items():
-            if key not in _STREAMING_NEVER_FILLS and value is not None and row[key] is None:
+            if value is not None and row[key] is None and key not in _SETTLED_FINAL:
                 row[key] = value
-        _touch_session(plan, row)
-        return
-
-    if not new and row["status"] in SETTLED_STATUSES and status in LIVE_STATUSES:
-        # A late or replayed live write never un-settles a call: it only fills gaps, and never
-        # in the label or what the label is made of (a settled label is final).
-        for key, value in write.items():
-            if key in _SETTLED_FINAL or value is None:
-                continue
-            if row[key] is None:
-                row[key] = value
-        _touch_session(plan, row)
         return
     old_session = row["session_id"]
-    for key, value in write.items():
-        row[key] = value
-    if "label" in write:
-        call.label_fresh = True
-    elif not _LABEL_INPUTS.isdisjoint(write):
-        call.label_fresh = False
+    row.update(write)
+    call[_FRESH] = "label" in write  # every write carries a status: no label, resolve it
     if "start_ns" in write:
-        call.start_defaulted = False
-    if new:
-        if row["start_ns"] is None:
-            row["start_ns"] = row["end_ns"] if row["end_ns"] is not None else now_ns
-            call.start_defaulted = True
-        _slot(plan, row["session_id"], call, "seq")
-    elif row["session_id"] != old_session:
-        _slot(plan, row["session_id"], call, "seq")
-    if status in SETTLED_STATUSES and row["settle_seq"] is None and not call.settle_pending:
-        call.settle_pending = True
-        _slot(plan, row["session_id"], call, "settle_seq")
-    _touch_session(plan, row)
+        call[_DEFAULTED] = False
+    session = row["session_id"]
+    if session != old_session:
+        call[_TOKEN] += 1
+        tickets.append((session, call, _SEQ, call[_TOKEN]))
+    if status in SETTLED_STATUSES and row["settle_seq"] is None and not call[_PENDING]:
+        call[_PENDING] = True
+        tickets.append((session, call, _SETTLE, 0))
 
 
-def _touch_session(plan: BatchPlan, row: dict[str, Any]) -> None:
-    delta = _delta(plan, row["session_id"])
-    turn = row["turn"]
-    if turn is not None and turn > delta.last_turn:
-        delta.last_turn = turn
-    start = row["start_ns"]
-    if start is not None and (delta.first_ns is None or start < delta.first_ns):
-        delta.first_ns = start
-    last = row["end_ns"] if row["end_ns"] is not None else start
-    if last is not None and (delta.last_ns is None or last > delta.last_ns):
-        delta.last_ns = last
+def _sessions(plan: BatchPlan, floors: list[TurnFloor]) -> None:
+    """Resolve labels and durations, and sum up what each session needs."""
+    deltas = plan.sessions
+    for session, _, _, _ in plan.tickets:
+        delta = deltas.get(session)
+        if delta is None:
+            delta = deltas[session] = SessionDelta()
+        delta.slots += 1
+    for call in plan.calls.values():
+        row = call[_ROW]
+        if not call[_FRESH] or row["label"] is None:
+            row["label"] = frame_label(
+                tool_name=row["tool_name"],
+                status=row["status"],
+                intent=row["intent"],
+                outcome=row["outcome"],
+            )
+        start, end = row["start_ns"], row["end_ns"]
+        if end is not None:
+            if call[_DEFAULTED] and end < start:
+                row["start_ns"] = start = end  # a writer that never said when the call started
+            row["duration_ms"] = (end - start) / 1e6
+        else:
+            row["duration_ms"] = None
+        session = row["session_id"]
+        delta = deltas.get(session)
+        if delta is None:
+            delta = deltas[session] = SessionDelta()
+        turn = row["turn"]
+        if turn is not None and turn > delta.last_turn:
+            delta.last_turn = turn
+        if delta.first_ns is None or start < delta.first_ns:
+            delta.first_ns = start
+        last = end if end is not None else start
+        if delta.last_ns is None or last > delta.last_ns:
+            delta.last_ns = last
+    for activity, _ in plan.activities:
+        delta = deltas[activity.session_id]
+        if activity.turn is not None and activity.turn > delta.last_turn:
+            delta.last_turn = activity.turn
+    for floor in floors:
+        delta = deltas.get(floor.session_id)
+        if delta is None:
+            delta = deltas[floor.session_id] = SessionDelta()
+        delta.last_turn = max(delta.last_turn, floor.turn)
 
 
 def assign(plan: BatchPlan, bases: Mapping[str, int], *, updated_ns: int) -> int:
@@ -291,43 +410,33 @@ def assign(plan: BatchPlan, bases: Mapping[str, int], *, updated_ns: int) -> int
     ``bases[session]`` is the first number of the session's range. Each written row gets a
     distinct ``updated_ns`` from ``updated_ns`` upwards; returns the next unused value.
     """
-    for session_id, slots in plan.slots.items():
-        number = bases[session_id]
-        for target, kind, token in slots:
-            if isinstance(target, list):
-                target[0] = number
-            elif kind != "seq" or token == target.seq_slots:
-                target.row[kind] = number  # (a seq slot left behind by a move stays unused)
-            number += 1
+    numbers = dict(bases)
+    for session, target, kind, token in plan.tickets:
+        number = numbers[session]
+        numbers[session] = number + 1
+        if kind == _SEQ:
+            if token == target[_TOKEN]:  # (a seq left behind by a move stays unused)
+                target[_ROW]["seq"] = number
+        elif kind == _SETTLE:
+            target[_ROW]["settle_seq"] = number
+        else:
+            target[0] = number
     stamp = updated_ns
+    inserts = plan.inserts
+    row_tuple = _ROW_TUPLE
     for call in plan.calls.values():
-        row = call.row
-        if not call.label_fresh or row["label"] is None:
-            row["label"] = frame_label(
-                tool_name=row["tool_name"],
-                status=row["status"],
-                intent=row["intent"],
-                outcome=row["outcome"],
-            )
-        start, end = row["start_ns"], row["end_ns"]
-        if call.start_defaulted and end is not None and end < start:
-            row["start_ns"] = start = end  # a writer that never said when the call started
-        row["duration_ms"] = (end - start) / 1e6 if start is not None and end is not None else None
-        stored = call.stored
+        row = call[_ROW]
+        stored = call[_STORED]
         if stored is None:
             row["updated_ns"] = stamp
             stamp += 1
-            plan.inserts.append(tuple(row[c] for c in ANCHOR_COLUMNS))
+            inserts.append(row_tuple(row))
             continue
-        values = {
-            c: row[c]
-            for c in ANCHOR_COLUMNS
-            if c != "updated_ns" and row[c] is not NOT_LOADED and row[c] != stored[c]
-        }
+        values = {c: v for c in _UPDATABLE if (v := row[c]) is not NOT_LOADED and v != stored[c]}
         if values:
             values["updated_ns"] = stamp
             stamp += 1
-            plan.updates.append(Update(row["tool_call_id"], call.rid, values))
+            plan.updates.append(Update(row["tool_call_id"], call[_RID], values))
     for activity, ticket in plan.activities:
         plan.blocks.append(
             (activity.session_id, activity.batch_id, activity.turn, activity.label, ticket[0])

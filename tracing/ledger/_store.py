@@ -20,20 +20,34 @@ _TYPES: Final = {
 }
 
 
+_SQLITE_TYPEOF: Final = {
+    "text": "'text', 'null'",
+    "integer": "'integer', 'null'",
+    "real": "'real', 'integer', 'null'",
+}
+
+
 def anchors_ddl(dialect: str) -> str:
     """CREATE TABLE for ``anchors`` from the single column list in ``_model``."""
     types = _TYPES[dialect]
     lines: list[str] = []
     for column in ANCHOR_COLUMNS:
-        sql_type = types[COLUMN_TYPES[column]]
+        kind = COLUMN_TYPES[column]
+        sql_type = types[kind]
         if column == "tool_call_id":
-            lines.append(f"tool_call_id {sql_type} NOT NULL PRIMARY KEY")
+            line = f"tool_call_id {sql_type} NOT NULL PRIMARY KEY"
         elif column == "session_id":
-            lines.append(f"session_id {sql_type} NOT NULL DEFAULT ''")
+            line = f"session_id {sql_type} NOT NULL DEFAULT ''"
         elif column in NOT_NULL_COLUMNS:
-            lines.append(f"{column} {sql_type} NOT NULL")
+            line = f"{column} {sql_type} NOT NULL"
         else:
-            lines.append(f"{column} {sql_type}")
+            line = f"{column} {sql_type}"
+        if dialect == "sqlite":
+            # Types enforced like PostgreSQL's (and STRICT tables', readable by any SQLite): a
+            # wrong type fails the write, and the writer's careful replay coerces it.
+            allowed = _SQLITE_TYPEOF[kind]
+            line += f" CHECK (typeof({column}) IN ({allowed}))"
+        lines.append(line)
     return "CREATE TABLE anchors (\n  " + ",\n  ".join(lines) + "\n)"
 
 

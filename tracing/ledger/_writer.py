@@ -26,6 +26,9 @@ from tracing.ledger._store import Store
 
 logger = logging.getLogger("tracing.ledger")
 
+_RECENT_IDS = 50_000
+"""How many recently written call ids the writer remembers (about 5 MB at most)."""
+
 Item = Mapping[str, Any] | Activity | TurnFloor
 
 
@@ -55,6 +58,8 @@ class Writer:
         for it, not for a database that may stay away."""
         self.abort = threading.Event()
         """Set by ``close`` when waiting is over: drop what is left instead of retrying."""
+        self.wake = threading.Event()
+        """Set when the writer should not wait for its interval (a full batch, flush, close)."""
         self.taken = 0
         self.written = 0
         self.dropped = 0
@@ -72,6 +77,8 @@ class Writer:
         self._failing = False
         self._warned: set[str] = set()
         self._bisect_budget = 0
+        self._recent: dict[str, None] = {}
+        """Ids this writer wrote lately (insertion-ordered, bounded): looked up when seen again."""
         self.thread = threading.Thread(
             target=self._run, name="intentrace-ledger-writer", daemon=True
         )
@@ -118,12 +125,20 @@ class Writer:
                 self.dropped += 1
 
     def _step(self) -> bool:
-        """Take one batch off the queue and apply it; False once a Stop marker was seen."""
-        first = self.queue.get()
-        items: list[Item | Flush | Stop] = [first]
+        """Take one batch off the queue and apply it; False once a Stop marker was seen.
+
+        The writer is not woken by every write (that would cost the app a thread switch per
+        call): it sleeps ``flush_interval_millis``, or until the queue holds a full batch, or
+        until ``flush``/``close`` wake it.
+        """
+        queue = self.queue
+        if queue.empty():
+            self.wake.wait(self.options.flush_interval_millis / 1000)
+            self.wake.clear()
+        items: list[Item | Flush | Stop] = []
         limit = self.options.max_batch_size
-        get = self.queue.get_nowait
-        count = 0 if isinstance(first, Flush | Stop) else 1
+        get = queue.get_nowait
+        count = 0
         while count < limit:
             try:
                 item = get()
@@ -154,7 +169,7 @@ class Writer:
         self._bisect_budget = 64
         self._apply_with_retry(items)
 
-    def _apply_with_retry(self, items: Sequence[Item]) -> None:
+    def _apply_with_retry(self, items: Sequence[Item], *, careful: bool = False) -> None:
         delay = self.options.retry_backoff_millis / 1000
         attempt = 0
         while True:
@@ -167,12 +182,15 @@ class Writer:
                 failure = exc
             else:
                 try:
-                    invalid = self._apply(items)
+                    invalid = self._apply(items, careful=careful)
                 except Exception as exc:
                     failure = exc
                     transient = self.store.is_transient(exc)
             if failure is not None:
                 exc = failure
+                if not transient and not careful:
+                    careful = True  # the hot path skipped text coercion: replay with it
+                    continue
                 self.errors += 1
                 if not transient:
                     self._error("data", exc)
@@ -205,24 +223,31 @@ class Writer:
             return
         self._bisect_budget -= 1
         mid = len(items) // 2
-        self._apply_with_retry(items[:mid])
-        self._apply_with_retry(items[mid:])
+        self._apply_with_retry(items[:mid], careful=True)
+        self._apply_with_retry(items[mid:], careful=True)
 
-    def _apply(self, items: Sequence[Item]) -> int:
+    def _apply(self, items: Sequence[Item], *, careful: bool = True) -> int:
         """One transaction for the batch; returns the number of invalid writes skipped."""
         store, conn = self.store, self._conn
-        ids = list(
-            {
-                cid: None
-                for it in items
-                if not isinstance(it, Activity | TurnFloor)
-                and isinstance(cid := it.get("tool_call_id"), str)
-            }
-        )
+        found: set[Any]
+        recent = self._recent
+        if careful:
+            found = {it.get("tool_call_id") for it in items if isinstance(it, Mapping)}
+            ids: list[str] = [cid for cid in found if cid.__class__ is str]
+        else:
+            # The hot path: writes are plain dicts, and only ids this writer wrote lately are
+            # looked up; any other id is taken as new. If it was not (a replay after a restart,
+            # another process), its INSERT fails and the batch is replayed carefully, with
+            # every id looked up.
+            plain: Sequence[Any] = items
+            found = {it.get("tool_call_id") for it in plain if it.__class__ is dict}
+            ids = [cid for cid in found if cid in recent]
         lock = store.guard()
         with lock, store.transaction(conn):
             stored = store.lookup(conn, ids) if ids else {}
-            plan = plan_batch(items, stored, now_ns=time.time_ns(), strip_nul=store.strip_nul)
+            plan = plan_batch(
+                items, stored, now_ns=time.time_ns(), strip_nul=store.strip_nul, careful=careful
+            )
             bases = store.allocate(conn, plan.sessions)
             self._updated_ns = assign(plan, bases, updated_ns=monotonic_ns(self._updated_ns)) - 1
             store.insert(conn, plan.inserts)
@@ -233,6 +258,9 @@ class Writer:
                     for s, b, t, label, q in plan.blocks
                 ]
                 store.upsert_blocks(conn, blocks)
+        recent.update(dict.fromkeys(plan.calls))
+        if len(recent) > 2 * _RECENT_IDS:
+            self._recent = dict.fromkeys(list(recent)[-_RECENT_IDS:])
         return plan.invalid
 
     def _reap_live(self, cutoff_ns: int) -> None:
