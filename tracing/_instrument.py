@@ -318,8 +318,9 @@ class ToolCall:
         self._background = True
         with _BACKGROUND_LOCK:
             _BACKGROUND[self.anchor_id] = self
-        if not notify_background(span, timeout_s if timeout_s is not None else self._timeout):  # type: ignore[arg-type]
-            span.set_attribute(A.BACKGROUND, True)
+        span.set_attribute(A.BACKGROUND, True)
+        notify_background(span, timeout_s if timeout_s is not None else self._timeout)  # type: ignore[arg-type]
+
         return self
 
     def harvest(

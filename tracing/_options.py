@@ -35,11 +35,13 @@ class IntentOptions:
     background_timeout_s: float = DEFAULT_BACKGROUND_TIMEOUT_S
     """A background call not harvested within this many seconds settles as an error
     (``· timed out``)."""
-    settle_in_thread: bool = True
-    """Shape and redact ended spans in the processor's own thread (the app thread only
-    enqueues). ``False`` settles inline, in ``on_end``."""
+    in_thread: bool = True
+    """Recognise, redact, name and shape in the processor's own thread: the app thread only
+    enqueues (the live span is renamed moments after it starts; exported copies are always
+    right). ``False`` does it all inline in ``on_start``/``on_end`` (the live span carries its
+    label from its first instant, at a cost on the app thread)."""
     max_queue: int = 8192
-    """Ended spans waiting for the settle thread; beyond this the app thread settles inline
+    """Spans waiting for the processor's thread; beyond this the app thread waits for room
     (back-pressure, never a drop)."""
 
     def resolved_naming(self) -> Naming:

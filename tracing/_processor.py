@@ -12,7 +12,6 @@ for tests (``internal_errors()``). A tool span whose redaction fails is dropped 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import queue
@@ -29,6 +28,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from opentelemetry.trace import Status, StatusCode, format_span_id, format_trace_id
 
 from tracing import attributes as A
+from tracing._context import SESSION, SessionInfo
 from tracing._conventions import (
     DEFAULT_CONVENTIONS,
     Convention,
@@ -41,7 +41,6 @@ from tracing._conventions import (
 )
 from tracing._derive import (
     CallContext,
-    DerivedCall,
     Naming,
     PolicyLike,
     RegistryLike,
@@ -167,6 +166,10 @@ class IntentSpanProcessor(SpanProcessor):
         self._ledger = ledger
         self._conventions = tuple(conventions)
         self._lock = threading.RLock()
+        """Guards the call state; held while one item is handled (never by the app thread
+        in threaded mode)."""
+        self._small = threading.Lock()
+        """Guards counters and the queue depth (held for nanoseconds, safe on the app thread)."""
         self._processors: tuple[SpanProcessor, ...] = ()
         self._langfuse: set[int] = {id(p) for p in langfuse_processors}
         for processor in (*processors, *langfuse_processors):
@@ -182,6 +185,9 @@ class IntentSpanProcessor(SpanProcessor):
         self._logged: set[str] = set()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._pending = 0
+        self._room = threading.Condition(self._small)
+        self._seen: set[int] = set()
+        """Span ids started and not yet ended (for ``mark_background``)."""
         self._worker: threading.Thread | None = None
         self._pid = os.getpid()
         self._shutdown = False
@@ -201,7 +207,7 @@ class IntentSpanProcessor(SpanProcessor):
         """Wrap one more exporting processor (``langfuse=None``: detect Langfuse's)."""
         if processor is self:
             return
-        with self._lock:
+        with self._small:
             if any(p is processor for p in self._processors):
                 return
             self._processors = (*self._processors, processor)
@@ -210,7 +216,7 @@ class IntentSpanProcessor(SpanProcessor):
 
     # ----------------------------------------------------------------------------- errors
     def _count(self, key: str, n: int = 1) -> None:
-        with self._lock:
+        with self._small:
             self._counts[key] = self._counts.get(key, 0) + n
 
     def _fail(self, where: str, exc: BaseException) -> None:
@@ -222,7 +228,7 @@ class IntentSpanProcessor(SpanProcessor):
 
     def stats(self) -> dict[str, int]:
         """Counters: tool spans, named at start/settle, learned/matched calls, dropped, errors..."""
-        with self._lock:
+        with self._small:
             counts = dict(self._counts)
         counts["live_calls"] = len(self._live)
         counts["background_calls"] = len(self._background)
@@ -233,10 +239,19 @@ class IntentSpanProcessor(SpanProcessor):
         """The latest internal errors (where, message) — tests assert this stays empty."""
         return list(self._errors)
 
-    # ----------------------------------------------------------------------------- start
+    # ----------------------------------------------------------------------------- hooks
+    # The app thread only stamps the session and enqueues; everything else happens in
+    # ``_handle``, one item at a time, in the processor's thread (or inline, under the lock,
+    # with ``in_thread=False``). One FIFO queue keeps the order that matters: a model span's
+    # end (learning its calls) before the tool spans it requested start, a span's start
+    # before its end, a parent's start before its children's.
+
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         try:
-            self._start(span)
+            session = SESSION.get()
+            if session is not None:
+                self._stamp_session(span, session)
+            self._submit(("start", span, session))
         except Exception as exc:
             self._fail("on_start", exc)
         for processor in self._processors:
@@ -245,26 +260,128 @@ class IntentSpanProcessor(SpanProcessor):
             except Exception as exc:
                 self._fail(f"{type(processor).__name__}.on_start", exc)
 
-    def _start(self, span: Span) -> None:
-        from tracing._context import SESSION
+    def _on_ending(self, span: Span) -> None:
+        for processor in self._processors:
+            try:
+                processor._on_ending(span)  # pyright: ignore[reportPrivateUsage]
+            except Exception as exc:
+                self._fail(f"{type(processor).__name__}._on_ending", exc)
 
+    def on_end(self, span: ReadableSpan) -> None:
+        try:
+            self._submit(("end", span))
+        except Exception as exc:  # could not even enqueue: export the span as it is
+            self._fail("on_end", exc)
+            if match_convention(span.name, span.attributes or {}, self._conventions) is None:
+                self._forward_plain(span)
+            else:
+                self._count("dropped")
+
+    def mark_background(self, span: Span, timeout_s: float | None = None) -> bool:
+        """A live tool span was dispatched to the background: frame it, keep it in flight.
+
+        It settles when it ends (the harvest); if it is still live after ``timeout_s``
+        (default ``options.background_timeout_s``) it ends as an error (``· timed out``).
+        Returns False when this processor did not see the span start.
+        """
+        context = span.context
+        if context is None or context.span_id not in self._seen:
+            return False
+        limit = timeout_s if timeout_s is not None else self._options.background_timeout_s
+        self._submit(("background", span, limit))
+        return True
+
+    @staticmethod
+    def _stamp_session(span: Span, session: SessionInfo) -> None:
+        attrs = span.attributes or {}
+        own: dict[str, Any] = {A.SESSION_ID: session.session_id}
+        if A.SESSION_ID_KEY not in attrs:
+            own[A.SESSION_ID_KEY] = session.session_id
+        if session.agent_id:
+            own[A.AGENT_ID] = session.agent_id
+        if session.turn is not None:
+            own[A.TURN] = session.turn
+        span.set_attributes(own)
+
+    # ----------------------------------------------------------------------------- the queue
+    def _submit(self, item: tuple[Any, ...]) -> None:
+        if item[0] == "start":
+            context = item[1].context
+            if context is not None:
+                self._seen.add(context.span_id)
+        if not self._options.in_thread:
+            self._process(item)
+            return
+        self._ensure_worker()
+        if self._pending >= self._options.max_queue:  # back-pressure, never a drop
+            self._count("waited_for_queue")
+            with self._room:
+                while self._pending >= self._options.max_queue and self._worker_alive():
+                    self._room.wait(0.05)
+        with self._small:
+            self._pending += 1
+        self._queue.put(item)
+
+    def _process(self, item: tuple[Any, ...]) -> None:
+        with self._lock:
+            try:
+                kind = item[0]
+                if kind == "start":
+                    self._handle_start(item[1], item[2])
+                elif kind == "end":
+                    self._handle_end(item[1])
+                elif kind == "background":
+                    self._handle_background(item[1], item[2])
+            except Exception as exc:
+                self._fail(f"handle {item[0]}", exc)
+
+    def _worker_alive(self) -> bool:
+        return self._worker is not None and self._worker.is_alive()
+
+    def _ensure_worker(self) -> None:
+        if self._worker_alive() and self._pid == os.getpid():
+            return
+        with self._small:
+            if self._worker_alive() and self._pid == os.getpid():
+                return
+            if self._pid != os.getpid():  # forked: the queue and its thread stayed behind
+                self._pid = os.getpid()
+                self._queue = queue.SimpleQueue()
+                self._pending = 0
+            self._worker = threading.Thread(
+                target=self._run, name="intentrace-processor", daemon=True
+            )
+            self._worker.start()
+
+    def _run(self) -> None:
+        timeout: float | None = None
+        while True:
+            try:
+                item = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                item = None
+            try:
+                if isinstance(item, tuple):
+                    self._process(item)  # pyright: ignore[reportUnknownArgumentType]
+                    with self._room:
+                        self._pending -= 1
+                        self._room.notify_all()
+                elif isinstance(item, threading.Event):
+                    item.set()
+                elif item == "stop":
+                    return
+                timeout = self._reap()
+            except Exception as exc:  # never let the thread die
+                self._fail("processor thread", exc)
+
+    # ----------------------------------------------------------------------------- start
+    def _handle_start(self, span: Span, session: SessionInfo | None) -> None:
         context = span.context
         if context is None:
             return
         attrs: Mapping[str, Any] = span.attributes or {}
         parent = span.parent
         inherited = self._scopes.get(parent.span_id) if parent is not None else None
-        session = SESSION.get()
-        if session is not None:
-            own: dict[str, Any] = {A.SESSION_ID: session.session_id}
-            if A.SESSION_ID_KEY not in attrs:
-                own[A.SESSION_ID_KEY] = session.session_id
-            if session.agent_id:
-                own[A.AGENT_ID] = session.agent_id
-            if session.turn is not None:
-                own[A.TURN] = session.turn
-            span.set_attributes(own)
-            attrs = span.attributes or {}
         session_id = session.session_id if session else None
         agent_id = session.agent_id if session else None
         turn = session.turn if session else None
@@ -277,84 +394,77 @@ class IntentSpanProcessor(SpanProcessor):
             self._activity(span, attrs, session_id, turn)
             self._activity_seen.add(context.span_id)
 
-        convention = match_convention(span.name, attrs, self._conventions)
+        name = span.name
+        convention = match_convention(name, attrs, self._conventions)
         learned_ok = self._options.learn_from_model_spans and self._requested.has(context.trace_id)
-        # matching a learned call and registering the match is atomic: a sibling settling in
-        # the settle thread may trade calls with it (see _reconcile)
-        with self._lock if learned_ok else contextlib.nullcontext():
-            pending: Pending | None = None
-            facts: ToolFacts | None = None
-            view: SpanView | None = None
-            if convention is not None:
-                view = span_view(span)
-                facts = convention.facts(view)
-                if learned_ok:
-                    pending = self._requested.take(
-                        context.trace_id, call_id=facts.call_id, tool_name=facts.tool_name
-                    )
-            elif learned_ok:
-                # instrumentations that start tool spans with no attributes, named by the tool
-                pending = self._requested.take(context.trace_id, call_id=None, tool_name=span.name)
-                if pending is not None:
-                    view = span_view(span)
-                    facts = ToolFacts(
-                        convention="learned", tool_name=pending.tool_name, call_id=pending.call_id
-                    )
-            parent_call = inherited.call_id if inherited is not None else None
-            if facts is None or view is None:
-                if session_id or agent_id or turn is not None or parent_call:
-                    self._scope(
-                        context.span_id,
-                        _Scope(session_id, agent_id, turn, parent_call, parent_call),
-                    )
-                return
-
-            self._count("tool_spans_started")
+        pending: Pending | None = None
+        facts: ToolFacts | None = None
+        view: SpanView | None = None
+        if convention is not None:
+            view = span_view(span)
+            facts = convention.facts(view)
+            if learned_ok:
+                pending = self._requested.take(
+                    context.trace_id, call_id=facts.call_id, tool_name=facts.tool_name
+                )
+        elif learned_ok:
+            # instrumentations that start tool spans with no attributes, named by the tool
+            pending = self._requested.take(context.trace_id, call_id=None, tool_name=name)
             if pending is not None:
-                self._count("learned_matched")
-            ctx = CallContext(
-                session_id=session_id,
-                agent_id=agent_id,
-                turn=turn,
-                parent_call_id=parent_call,
-                call_id=pending.call_id if pending is not None else None,
-                learned_intent=pending.raw_intent if pending is not None else None,
-                batch_id=pending.batch_id if pending is not None else None,
-            )
-            start = derive_start(
-                view,
-                facts,
-                policy=self._policy,
-                registry=self._registry,
-                ctx=ctx,
-                naming=self._naming,
-            )
-            ctx = replace(ctx, call_id=start.call_id)
-            by_name = pending is not None and not (
-                convention is not None and facts.call_id and facts.call_id == pending.call_id
-            )
-            live = _Live(span, facts, ctx, start, pending if by_name else None)
-            self._live[context.span_id] = live
-            if by_name:
-                with self._lock:
-                    self._by_name.setdefault(context.trace_id, []).append(live)
-                    while len(self._by_name) > MAX_TRACES:
-                        del self._by_name[next(iter(self._by_name))]
+                view = span_view(span)
+                facts = ToolFacts(
+                    convention="learned", tool_name=pending.tool_name, call_id=pending.call_id
+                )
+        parent_call = inherited.call_id if inherited is not None else None
+        if facts is None or view is None:
+            if session_id or agent_id or turn is not None or parent_call:
+                self._scope(
+                    context.span_id, _Scope(session_id, agent_id, turn, parent_call, parent_call)
+                )
+            return
+
+        self._count("tool_spans_started")
+        if pending is not None:
+            self._count("learned_matched")
+        ctx = CallContext(
+            session_id=session_id,
+            agent_id=agent_id,
+            turn=turn,
+            parent_call_id=parent_call,
+            call_id=pending.call_id if pending is not None else None,
+            learned_intent=pending.raw_intent if pending is not None else None,
+            batch_id=pending.batch_id if pending is not None else None,
+        )
+        start = derive_start(
+            view, facts, policy=self._policy, registry=self._registry, ctx=ctx, naming=self._naming
+        )
+        ctx = replace(ctx, call_id=start.call_id)
+        by_name = pending is not None and not (
+            convention is not None and facts.call_id and facts.call_id == pending.call_id
+        )
+        live = _Live(span, facts, ctx, start, pending if by_name else None)
+        self._live[context.span_id] = live
+        if by_name:
+            self._by_name.setdefault(context.trace_id, []).append(live)
+            while len(self._by_name) > MAX_TRACES:
+                del self._by_name[next(iter(self._by_name))]
         self._scope(context.span_id, _Scope(session_id, agent_id, turn, start.call_id, parent_call))
-        marks: dict[str, Any] = {A.TOOL_CALL_ID: start.call_id, A.LABEL: start.label}
-        if start.intent:
-            marks[A.INTENT] = start.intent
         if start.name is not None:
-            marks[A.ORIGINAL_NAME] = safe_text(self._policy.scrub_text(span.name))
-            span.update_name(start.name)
-            self._count("named_at_start")
-        span.set_attributes(marks)
+            self._count("named_at_start")  # the label was known at start (in-flight anchor)
+        if span.end_time is None:  # (in the processor's thread it may have ended already)
+            marks: dict[str, Any] = {A.TOOL_CALL_ID: start.call_id, A.LABEL: start.label}
+            if start.intent:
+                marks[A.INTENT] = start.intent
+            if start.name is not None:
+                marks[A.ORIGINAL_NAME] = safe_text(self._policy.scrub_text(name))
+                span.update_name(start.name)
+                self._count("renamed_live")
+            span.set_attributes(marks)
         self._record(start.anchor.copy())  # the ledger owns the dict it gets
 
     def _scope(self, span_id: int, scope: _Scope) -> None:
         if len(self._scopes) >= _MAX_SCOPES:  # spans that never end: forget the oldest
-            with contextlib.suppress(StopIteration, KeyError, RuntimeError):
-                del self._scopes[next(iter(self._scopes))]
+            del self._scopes[next(iter(self._scopes))]
         self._scopes[span_id] = scope
 
     def _activity(
@@ -382,38 +492,24 @@ class IntentSpanProcessor(SpanProcessor):
             self._fail("ledger.record", exc)
 
     # ----------------------------------------------------------------------------- background
-    def mark_background(self, span: Span, timeout_s: float | None = None) -> bool:
-        """A live tool span was dispatched to the background: frame it, keep it in flight.
-
-        It settles when it ends (the harvest); if it is still live after ``timeout_s``
-        (default ``options.background_timeout_s``) it ends as an error (``· timed out``).
-        Returns False when this processor does not track the span.
-        """
-        try:
-            context = span.context
-            live = self._live.get(context.span_id) if context is not None else None
-            if live is None or context is None:
-                return False
-            start = live.start
-            label = frame_label(
-                tool_name=live.facts.tool_name, status="background", intent=start.intent
-            )
-            if self._naming == "intent" and start.intent:
-                span.update_name(label)
-            span.set_attributes({A.BACKGROUND: True, A.LABEL: label})
-            anchor = start.anchor.copy()
-            anchor["status"] = "background"
-            anchor["label"] = label
-            self._record(anchor)
-            limit = timeout_s if timeout_s is not None else self._options.background_timeout_s
-            self._background[context.span_id] = (span, time.monotonic() + limit)
-            self._count("background_dispatched")
-            self._ensure_worker()
-            self._queue.put(None)  # wake the worker so it sees the new deadline
-            return True
-        except Exception as exc:
-            self._fail("mark_background", exc)
-            return False
+    def _handle_background(self, span: Span, timeout_s: float) -> None:
+        context = span.context
+        live = self._live.get(context.span_id) if context is not None else None
+        if live is None or context is None or span.end_time is not None:
+            return
+        start = live.start
+        label = frame_label(
+            tool_name=start.anchor["tool_name"], status="background", intent=start.intent
+        )
+        if self._naming == "intent" and start.intent:
+            span.update_name(label)
+        span.set_attributes({A.BACKGROUND: True, A.LABEL: label})
+        anchor = start.anchor.copy()
+        anchor["status"] = "background"
+        anchor["label"] = label
+        self._record(anchor)
+        self._background[context.span_id] = (span, time.monotonic() + timeout_s)
+        self._count("background_dispatched")
 
     def _reap(self) -> float | None:
         """End overdue background calls; returns seconds until the next deadline."""
@@ -428,77 +524,34 @@ class IntentSpanProcessor(SpanProcessor):
                     span.set_attribute(A.TIMED_OUT, True)
                     span.set_status(Status(StatusCode.ERROR, "background call timed out"))
                     self._count("background_timed_out")
-                    span.end()
+                    span.end()  # its end item is queued behind us
             except Exception as exc:
                 self._fail("reap", exc)
-        deadlines = [d for _, d in list(self._background.values())]  # others mutate it
-        if not deadlines:
-            return None
-        return max(0.0, min(deadlines) - time.monotonic())
+        deadlines = [d for _, d in self._background.values()]
+        return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
 
     # ----------------------------------------------------------------------------- end
-    def _on_ending(self, span: Span) -> None:
-        for processor in self._processors:
-            try:
-                processor._on_ending(span)  # pyright: ignore[reportPrivateUsage]
-            except Exception as exc:
-                self._fail(f"{type(processor).__name__}._on_ending", exc)
-
-    def on_end(self, span: ReadableSpan) -> None:
-        live: _Live | None = None
-        convention: Convention | None = None
-        try:
-            context = span.context
-            span_id = context.span_id if context is not None else 0
-            live = self._live.pop(span_id, None)
-            scope = self._scopes.pop(span_id, None)
-            self._background.pop(span_id, None)
-            reported = False
-            if self._activity_seen and span_id in self._activity_seen:
-                reported = True
-                self._activity_seen.discard(span_id)
-            attrs: Mapping[str, Any] = span.attributes or {}
-            if (
-                self._options.learn_from_model_spans
-                and context is not None
-                and is_model_span(attrs)
-            ):
-                self._learn(context.trace_id, context.span_id, attrs)
-            if live is None:
-                convention = match_convention(span.name, attrs, self._conventions)
-                if convention is None:
-                    if A.ACTIVITY in attrs and not reported:
-                        self._activity(
-                            span,
-                            attrs,
-                            scope.session_id if scope else None,
-                            scope.turn if scope else None,
-                        )
-                    if self._pending > 0 and self._options.settle_in_thread:
-                        self._enqueue((span,))  # keep the export order of the spans queued
-                    else:
-                        self._forward_plain(span)
-                    return
-            item = (span, live, scope, convention)
-        except Exception as exc:
-            self._fail("on_end", exc)
-            if live is None and convention is None:
-                self._forward_plain(span)
-            else:
-                self._count("dropped")
+    def _handle_end(self, span: ReadableSpan) -> None:
+        context = span.context
+        span_id = context.span_id if context is not None else 0
+        self._seen.discard(span_id)
+        live = self._live.pop(span_id, None)
+        scope = self._scopes.pop(span_id, None)
+        self._background.pop(span_id, None)
+        reported = span_id in self._activity_seen
+        self._activity_seen.discard(span_id)
+        attrs: Mapping[str, Any] = span.attributes or {}
+        if self._options.learn_from_model_spans and context is not None and is_model_span(attrs):
+            self._learn(context.trace_id, span_id, attrs)
+        convention = match_convention(span.name, attrs, self._conventions)
+        if live is None and convention is None:
+            if A.ACTIVITY in attrs and not reported:
+                self._activity(
+                    span, attrs, scope.session_id if scope else None, scope.turn if scope else None
+                )
+            self._forward_plain(span)
             return
-        if self._options.settle_in_thread and self._pending < self._options.max_queue:
-            self._enqueue(item)
-        else:
-            if self._options.settle_in_thread:
-                self._count("settled_inline")
-            self._settle(*item)
-
-    def _enqueue(self, item: tuple[Any, ...]) -> None:
-        self._ensure_worker()
-        with self._lock:
-            self._pending += 1
-        self._queue.put(item)
+        self._settle(span, live, scope, convention)
 
     def _learn(self, trace_id: int, span_id: int, attrs: Mapping[str, Any]) -> None:
         try:
@@ -531,19 +584,20 @@ class IntentSpanProcessor(SpanProcessor):
         scope: _Scope | None,
         convention: Convention | None,
     ) -> None:
-        derived: DerivedCall | None = None
-        ctx = live.ctx if live is not None else None
         try:
             view = span_view(span)
-            if ctx is None:
+            if live is not None:
+                ctx = live.ctx
+            else:
                 ctx = CallContext(
                     session_id=scope.session_id if scope else None,
                     agent_id=scope.agent_id if scope else None,
                     turn=scope.turn if scope else None,
                     parent_call_id=scope.parent_call_id if scope else None,
                 )
-            conv = convention or match_convention(view.name, view.attributes, self._conventions)
-            facts = conv.facts(view) if conv is not None else (live.facts if live else None)
+            facts = convention.facts(view) if convention is not None else None
+            if facts is None and live is not None:
+                facts = live.facts
             if facts is None:
                 self._forward_plain(span)
                 return
@@ -596,35 +650,34 @@ class IntentSpanProcessor(SpanProcessor):
         own = raw_intent_of(facts, gate=True, full=True)
         context = span.context
         trace_id = context.trace_id if context is not None else 0
-        with self._lock:
-            live.claimed = True
-            mine = live.pending
-            siblings = self._by_name.get(trace_id, [])
-            if mine is not None and own and own != mine.raw_intent:
-                for other in siblings:
-                    theirs = other.pending
-                    if (
-                        other is not live
-                        and not other.claimed
-                        and theirs is not None
-                        and theirs.tool_name == mine.tool_name
-                        and theirs.raw_intent == own
-                    ):
-                        other.pending, live.pending = mine, theirs
-                        other.ctx = _with_learned(other.ctx, mine)
-                        live.ctx = _with_learned(live.ctx, theirs)
-                        self._count("learned_reassigned")
-                        break
-                else:  # the call it really was has not started yet: trade with the queue
-                    theirs = self._requested.exchange(trace_id, mine, own)
-                    if theirs is not None:
-                        live.pending = theirs
-                        live.ctx = _with_learned(live.ctx, theirs)
-                        self._count("learned_reassigned")
-            if live in siblings:
-                siblings.remove(live)
-            if not siblings:
-                self._by_name.pop(trace_id, None)
+        live.claimed = True
+        mine = live.pending
+        siblings = self._by_name.get(trace_id, [])
+        if mine is not None and own and own != mine.raw_intent:
+            for other in siblings:
+                theirs = other.pending
+                if (
+                    other is not live
+                    and not other.claimed
+                    and theirs is not None
+                    and theirs.tool_name == mine.tool_name
+                    and theirs.raw_intent == own
+                ):
+                    other.pending, live.pending = mine, theirs
+                    other.ctx = _with_learned(other.ctx, mine)
+                    live.ctx = _with_learned(live.ctx, theirs)
+                    self._count("learned_reassigned")
+                    break
+            else:  # the call it really was has not started yet: trade with the queue
+                theirs = self._requested.exchange(trace_id, mine, own)
+                if theirs is not None:
+                    live.pending = theirs
+                    live.ctx = _with_learned(live.ctx, theirs)
+                    self._count("learned_reassigned")
+        if live in siblings:
+            siblings.remove(live)
+        if not siblings:
+            self._by_name.pop(trace_id, None)
         return live.ctx
 
     def _settle_minimal(self, span: ReadableSpan, live: _Live) -> None:
@@ -637,46 +690,9 @@ class IntentSpanProcessor(SpanProcessor):
         write["end_ns"] = span.end_time
         self._record(write)
 
-    # ----------------------------------------------------------------------------- the thread
-    def _ensure_worker(self) -> None:
-        if self._worker is not None and self._worker.is_alive() and self._pid == os.getpid():
-            return
-        with self._lock:
-            if self._worker is not None and self._worker.is_alive() and self._pid == os.getpid():
-                return
-            if self._pid != os.getpid():  # forked: the queue and its thread stayed behind
-                self._pid = os.getpid()
-                self._queue = queue.SimpleQueue()
-                self._pending = 0
-            self._worker = threading.Thread(target=self._run, name="intentrace-settle", daemon=True)
-            self._worker.start()
-
-    def _run(self) -> None:
-        timeout: float | None = None
-        while True:
-            try:
-                item = self._queue.get(timeout=timeout)
-            except queue.Empty:
-                item = None
-            try:
-                if isinstance(item, tuple):
-                    with self._lock:
-                        self._pending -= 1
-                    if len(item) == 1:  # pyright: ignore[reportUnknownArgumentType]
-                        self._forward_plain(item[0])  # pyright: ignore[reportUnknownArgumentType]
-                    else:
-                        self._settle(*item)  # type: ignore[misc]
-                elif isinstance(item, threading.Event):
-                    item.set()
-                elif item == "stop":
-                    return
-                timeout = self._reap()
-            except Exception as exc:  # never let the thread die
-                self._fail("settle thread", exc)
-
     # ----------------------------------------------------------------------------- lifecycle
     def _drain(self, timeout_s: float) -> bool:
-        if self._worker is None or not self._worker.is_alive():
+        if not self._worker_alive():
             return True
         done = threading.Event()
         self._queue.put(done)
@@ -699,8 +715,9 @@ class IntentSpanProcessor(SpanProcessor):
             return
         self._shutdown = True
         self._drain(30.0)
-        if self._worker is not None and self._worker.is_alive():
+        if self._worker_alive():
             self._queue.put("stop")
+            assert self._worker is not None
             self._worker.join(5.0)
         for processor in self._processors:
             try:

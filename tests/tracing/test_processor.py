@@ -52,7 +52,7 @@ def _dump(cap: Capture) -> str:
 
 
 def test_named_at_start_and_outcome_at_settle() -> None:
-    cap, probe = _cap()
+    cap, probe = _cap(options=IntentOptions(in_thread=False))  # the live span, synchronously
     with cap:
         args = json.dumps({"intent": "Searching for OAuth handling", "query": "oauth"})
         with tool_call("search_code", args, tracer=cap.tracer, label_bearing=True) as c:
@@ -74,9 +74,23 @@ def test_named_at_start_and_outcome_at_settle() -> None:
     assert cap.processor.stats()["named_at_start"] == 1
 
 
+def test_threaded_mode_renames_the_live_span_moments_after_start() -> None:
+    cap, probe = _cap()
+    with cap:
+        args = {"intent": "Searching for OAuth handling", "query": "oauth"}
+        with tool_call("search_code", args, tracer=cap.tracer, label_bearing=True) as c:
+            cap.processor.force_flush()  # let the processor's thread see the start
+            assert _live_name(c) == "Searching for OAuth handling"
+            assert cap.ledger.writes[-1]["status"] == "in_flight"
+        (span,) = cap.dicts()
+    assert probe.started == ["execute_tool search_code"]  # on_start ran before the rename
+    assert span["name"] == "Searching for OAuth handling"
+    assert cap.processor.stats()["renamed_live"] == 1
+
+
 def test_named_at_settle_when_args_arrive_at_end() -> None:
     registry = IntentRegistry(["read_file"])
-    cap, probe = _cap(registry=registry)
+    cap, probe = _cap(registry=registry, options=IntentOptions(in_thread=False))
     with cap:
         span = cap.tracer.start_span("read_file")  # no attributes at start
         span.set_attributes(
@@ -321,6 +335,7 @@ def test_ledger_in_flight_then_settled_with_batch_session_and_parent_call() -> N
                 label_bearing=True,
             ),
         ):
+            cap.processor.force_flush()
             first = dict(ledger.writes[-1])
             assert first["status"] == "in_flight"
             assert first["intent"] == "Asking the reviewer"
@@ -378,6 +393,7 @@ def test_background_call_stays_in_flight_until_harvested() -> None:
             "index", {"intent": "Indexing the repo"}, tracer=cap.tracer, label_bearing=True
         ) as c:
             c.to_background()
+            cap.processor.force_flush()
             assert _live_name(c) == "Indexing the repo · in background"
         assert cap.anchors()[c.anchor_id]["status"] == "background"
         assert cap.anchors()[c.anchor_id]["label"] == "Indexing the repo · in background"

@@ -171,7 +171,8 @@ def _oi_llm_attrs(calls: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any
 
 def test_learned_from_openinference_model_span_names_tool_spans_at_start() -> None:
     probe = StartNames()
-    with capture(registry=REGISTRY, processors=[probe]) as cap:
+    sync = IntentOptions(in_thread=False)  # probe the live name synchronously
+    with capture(registry=REGISTRY, processors=[probe], options=sync) as cap:
         with cap.tracer.start_as_current_span("agent"):
             _end_only(
                 cap,
@@ -224,7 +225,8 @@ def test_learned_from_genai_output_messages_matched_by_call_id() -> None:
             ],
         }
     ]
-    with capture(registry=REGISTRY, processors=[probe]) as cap:
+    sync = IntentOptions(in_thread=False)  # probe the live name synchronously
+    with capture(registry=REGISTRY, processors=[probe], options=sync) as cap:
         with cap.tracer.start_as_current_span("agent"):
             _end_only(cap, "chat gpt", {A.GEN_AI_OUTPUT_MESSAGES: json.dumps(messages)})
             for call_id in ("b", "a"):  # started in the other order: matched by id
@@ -244,7 +246,8 @@ def test_learned_from_genai_output_messages_matched_by_call_id() -> None:
 
 def test_learned_intent_behind_the_gate_only() -> None:
     probe = StartNames()
-    with capture(registry=IntentRegistry(), processors=[probe]) as cap:
+    sync = IntentOptions(in_thread=False)
+    with capture(registry=IntentRegistry(), processors=[probe], options=sync) as cap:
         _end_only(cap, "ChatModel", _oi_llm_attrs([("c1", "crm", {"intent": "purchase"})]))
         _end_only(cap, "crm", {A.OPENINFERENCE_SPAN_KIND: "TOOL", A.OI_INPUT_VALUE: "{}"})
         names = [s["name"] for s in cap.dicts()]
@@ -331,7 +334,7 @@ def test_parallel_calls_started_out_of_order_get_their_own_call_ids(overlap: boo
         )
         span.end()
 
-    options = IntentOptions(settle_in_thread=False)
+    options = IntentOptions(in_thread=False)
     with capture(registry=REGISTRY, options=options) as cap:
         with cap.tracer.start_as_current_span("agent"):
             _end_only(cap, "ChatModel", _oi_llm_attrs(calls))

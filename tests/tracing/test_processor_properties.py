@@ -124,7 +124,7 @@ def test_processor_never_raises_and_exports_encodable_spans(
     span_events: list[tuple[str, dict[str, Any]]],
     error: str | None,
 ) -> None:
-    cap = capture(registry=REGISTRY, options=IntentOptions(settle_in_thread=False))
+    cap = capture(registry=REGISTRY, options=IntentOptions(in_thread=False))
     with cap:
         span = cap.tracer.start_span(name, attributes=start_attrs)
         span.set_attributes(end_attrs)
