@@ -187,3 +187,27 @@ __all__: Sequence[str] = (
     "story",
     "tools",
 )
+
+
+# --- Analytics (tracing.analytics: a columnar copy of the ledger, kept in step) --------------
+ANALYTICS_TTL_S: Final = 5.0
+"""Dashboard results: each rerun within this time reuses them (the copy syncs on expiry)."""
+
+
+@st.cache_resource(show_spinner=False)
+def _analytics(url: str) -> object:
+    from tracing.analytics import Analytics
+
+    return Analytics(url)
+
+
+@st.cache_data(ttl=ANALYTICS_TTL_S, max_entries=16, show_spinner="Computing…")
+def dashboard_results(url: str, name: str, folder: str | None) -> list[object]:
+    """The results of every panel of dashboard ``name`` (``tracing.analytics.Result``s), after
+    bringing the copy up to date (raises ``AnalyticsError`` with a one-line message)."""
+    from tracing.analytics import Analytics, load_dashboards
+
+    engine = _analytics(url)
+    assert isinstance(engine, Analytics)
+    dashboard = load_dashboards(None if folder is None else [folder])[name]
+    return [result for _, result in engine.dashboard(dashboard)]

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import streamlit as st
 
-from viewer._pages import live, session, sessions
+from viewer._pages import analytics, live, session, sessions
 from viewer._ui import ANCHOR_PARAM, SESSION_PARAM, page_style, remember_pages
 
 
@@ -28,6 +28,7 @@ PAGES: tuple[PageSpec, ...] = (
     PageSpec(sessions.render, "Sessions", "sessions", ":material/list:"),
     PageSpec(session.render, "Session", "session", ":material/timeline:"),
     PageSpec(live.render, "Live", "live", ":material/sensors:"),
+    PageSpec(analytics.render, "Analytics", "analytics", ":material/insights:"),
 )
 
 

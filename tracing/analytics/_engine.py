@@ -113,6 +113,9 @@ class AnalyticsOptions:
     """How far behind the newest ``updated_ns`` already copied a sync re-reads, for writes that
     commit late (None: 2 s for SQLite, 30 s for PostgreSQL, where several writers commit
     concurrently and clocks differ). Re-read anchors that did not change cost almost nothing."""
+    recount_seconds: float = 30.0
+    """When nothing newer was written, how often a sync still counts the ledger's anchors to
+    notice removed ones (a count scans an index: tens of milliseconds per million anchors)."""
     max_staleness_seconds: float = 0.0
     """``run`` syncs first unless the last sync is at most this old (0: always sync)."""
     threads: int | None = None
@@ -281,6 +284,7 @@ class Analytics:
         self._rows = 0
         self._watermark = 0
         self._synced_at = 0.0
+        self._counted_at = 0.0
         self._since_snapshot = 0
         self._snapshot = self._snapshot_path()
 
@@ -352,6 +356,16 @@ class Analytics:
         with self._lock:
             started = time.perf_counter()
             self._ensure_loaded()
+            newest = self._source.newest()
+            if (
+                self._rows
+                and newest is not None
+                and newest == self._watermark
+                and time.monotonic() - self._counted_at < self.options.recount_seconds
+            ):
+                # nothing written since the last sync (updated_ns only grows): no reads
+                self._synced_at = time.monotonic()
+                return SyncReport(0, 0, 0, False, self._rows, time.perf_counter() - started)
             rebuilt = self._rows == 0
             overlap = self.options.sync_overlap_seconds
             overlap_ns = self._source.overlap_ns if overlap is None else int(overlap * 1e9)
@@ -367,6 +381,7 @@ class Analytics:
                 self._source.read(after), full=rebuilt, known=known
             )
             count, newest = self._source.stats()
+            self._counted_at = time.monotonic()
             if count is not None and (count < self._rows or newest < self._watermark):
                 # anchors were removed, or the ledger replaced: start again from the whole ledger
                 # (more anchors than the copy is a write that landed after the read: next sync)

@@ -58,6 +58,10 @@ class Source(ABC):
     def stats(self) -> tuple[int | None, int]:
         """(number of anchors or None when unknown, newest ``updated_ns`` or 0)."""
 
+    def newest(self) -> int | None:
+        """The newest ``updated_ns`` (an index lookup), or None when it cannot be had cheaply."""
+        return None
+
     @abstractmethod
     def read(self, after_ns: int | None) -> Iterator[list[tuple[Any, ...]]]:
         """Batches of rows (``SOURCE_COLUMNS``) with ``updated_ns > after_ns`` (None: all)."""
@@ -83,7 +87,9 @@ class SQLiteSource(Source):
         self.snapshot_default = path.with_name(path.name + ".analytics.parquet")
         uri = "file:" + quote(str(path.resolve())) + "?mode=ro"
         try:
-            self._conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=5)
+            self._conn = sqlite3.connect(
+                uri, uri=True, isolation_level=None, timeout=5, check_same_thread=False
+            )
             self._conn.execute("PRAGMA query_only = 1")
             self._conn.execute("SELECT 1 FROM anchors LIMIT 1").fetchall()
         except sqlite3.Error as exc:
@@ -94,6 +100,10 @@ class SQLiteSource(Source):
             "SELECT count(*), coalesce(max(updated_ns), 0) FROM anchors"
         ).fetchone()
         return int(count), int(newest)
+
+    def newest(self) -> int | None:
+        (value,) = self._conn.execute("SELECT coalesce(max(updated_ns), 0) FROM anchors").fetchone()
+        return int(value)
 
     def read(self, after_ns: int | None) -> Iterator[list[tuple[Any, ...]]]:
         if after_ns is None:
@@ -151,6 +161,10 @@ class PostgresSource(Source):
             "SELECT count(*), coalesce(max(updated_ns), 0) FROM anchors"
         ).fetchone()
         return int(row[0]), int(row[1])
+
+    def newest(self) -> int | None:
+        row = self._conn.execute("SELECT coalesce(max(updated_ns), 0) FROM anchors").fetchone()
+        return int(row[0])
 
     def read(self, after_ns: int | None) -> Iterator[list[tuple[Any, ...]]]:
         with self._conn.transaction(), self._conn.cursor(name="intentrace_analytics") as cur:

@@ -1,0 +1,496 @@
+"""Analytics over a large ledger: ours (columnar copy) vs SQLite SQL and pandas, same data.
+
+    .venv/bin/python -m bench.analytics                 # 1 000 000 anchors (generated once)
+    .venv/bin/python -m bench.analytics --anchors 100000 --ledger artifacts/a100k.db
+
+Generates a realistic ledger (bench/_synthetic.py) unless the file already holds that many
+anchors, then for each analysis (default parameters) prints
+
+* ``cold``: ours in a fresh process (imports, snapshot load, sync, the analysis); the peers'
+  first run in a fresh connection (SQLite) or including the load from the ledger (pandas);
+* ``warm``: the same again in the same process (ours syncs with the ledger first, as always);
+
+as ``name: ours X, peer Y, ratio Z`` lines, plus each default dashboard cold and warm against
+the goal (< 5 s cold, < 1 s warm), and the one-off first build of the copy. The peers compute
+the same definitions (the per-anchor ones through the same Python functions, as SQLite UDFs
+and pandas maps); the script checks that every peer returns our rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench._synthetic import fill
+from tracing._status import FAILED_STATUSES, SETTLED_STATUSES
+from tracing.analytics import ANALYSES, Analytics, AnalyticsOptions, load_dashboards
+from tracing.analytics._analyses import BUCKETS, generic_vocabulary
+from tracing.analytics._derive import (
+    PHRASE_WORDS,
+    args_redacted,
+    canonical_args,
+    intent_hidden,
+    leading_phrase,
+    names_tool,
+    normalize_intent,
+    word_count,
+)
+from tracing.ledger import open_ledger
+
+SETTLED = tuple(sorted(SETTLED_STATUSES))
+FAILED = tuple(sorted(FAILED_STATUSES))
+
+
+def _sql_in(values: tuple[str, ...]) -> str:
+    return "(" + ", ".join(f"'{v}'" for v in values) + ")"
+
+
+# --- SQLite SQL: the per-anchor definitions once into a temp table (UDFs), then plain SQL ------
+def sqlite_prepare(path: Path) -> sqlite3.Connection:
+    """A connection with ``d``: every anchor with the per-anchor definitions applied (the same
+    Python functions, as UDFs, called once per anchor)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.create_function("norm", 1, normalize_intent, deterministic=True)
+    conn.create_function("phrase", 1, lambda n: leading_phrase(n, PHRASE_WORDS), deterministic=True)
+    conn.create_function("words", 1, word_count, deterministic=True)
+    conn.create_function("hidden", 1, intent_hidden, deterministic=True)
+    conn.create_function(
+        "args_key",
+        2,
+        lambda a, r: None if args_redacted(r) else canonical_args(a),
+        deterministic=True,
+    )
+    conn.create_function("names_tool", 2, names_tool, deterministic=True)
+    conn.execute("CREATE TEMP TABLE n AS SELECT rowid AS id, norm(intent) AS n FROM anchors")
+    conn.execute(
+        "CREATE TEMP TABLE d AS SELECT a.tool_call_id, a.session_id, a.seq, a.batch_id, "
+        "a.tool_name, a.status, a.start_ns, a.duration_ms, n.n, phrase(n.n) AS ph, "
+        "words(n.n) AS w, coalesce(length(a.intent), 0) AS chars, hidden(a.redaction) AS h, "
+        "names_tool(n.n, a.tool_name) AS nt, args_key(a.args, a.redaction) AS a "
+        "FROM anchors a JOIN n ON n.id = a.rowid"
+    )
+    conn.execute("DROP TABLE n")
+    return conn
+
+
+def sqlite_precursors(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple[Any, ...]]:
+    item = "ph" if p["by"] == "phrase" else "n"
+    lags = " UNION ALL ".join(
+        f"SELECT session_id, rn, owner, failed, lag(item, {d}) OVER w AS item FROM c "
+        "WINDOW w AS (PARTITION BY session_id ORDER BY rn)"
+        for d in range(1, p["k"] + 1)
+    )
+    sql = f"""
+    WITH c AS (SELECT session_id, status IN {_sql_in(SETTLED)} AS owner,
+                      status IN {_sql_in(FAILED)} AS failed, {item} AS item,
+                      row_number() OVER (PARTITION BY session_id ORDER BY seq, tool_call_id) AS rn
+               FROM d),
+    w AS (SELECT DISTINCT session_id, rn, failed, item FROM ({lags})
+          WHERE owner AND item IS NOT NULL),
+    t AS (SELECT sum(owner) AS n, sum(failed) AS fl FROM c),
+    occ AS (SELECT item, count(*) AS occurrences FROM c WHERE item IS NOT NULL GROUP BY item),
+    g AS (SELECT item, sum(failed) AS cnt, count(*) AS windows FROM w GROUP BY item)
+    SELECT g.item, cnt, cnt * 1.0 / fl, (cnt * n) * 1.0 / (fl * windows), windows, occurrences
+    FROM g JOIN occ USING (item), t
+    WHERE cnt > 0 AND cnt * 1.0 / fl >= ?
+    ORDER BY 4 DESC, 2 DESC, 1 LIMIT ?"""
+    return conn.execute(sql, (p["min_support"], p["limit"])).fetchall()
+
+
+def sqlite_vague(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple[Any, ...]]:
+    generic = set(generic_vocabulary(p["generic_words"]))
+    conn.create_function("is_generic", 1, lambda n: bool(generic) and set(n.split(" ")) <= generic)
+    sql = """
+    WITH r AS (SELECT session_id, tool_name, n, count(DISTINCT a) AS k FROM d WHERE n IS NOT NULL
+               GROUP BY 1, 2, 3),
+    g AS (SELECT n FROM (SELECT DISTINCT n FROM d WHERE n IS NOT NULL) WHERE is_generic(n)),
+    v AS (SELECT d.tool_name, CASE WHEN d.n IS NULL THEN 1 WHEN w < ? THEN 2
+                 WHEN nt THEN 3 WHEN d.n IN (SELECT n FROM g) THEN 4 WHEN r.k > 1 THEN 5
+                 ELSE 0 END AS cat
+          FROM d LEFT JOIN r ON r.session_id = d.session_id AND r.tool_name = d.tool_name
+               AND r.n = d.n
+          WHERE NOT h)
+    SELECT tool_name, count(*), sum(cat = 1), sum(cat = 2), sum(cat = 3), sum(cat = 4),
+           sum(cat = 5), sum(cat > 0), sum(cat > 0) * 1.0 / count(*)
+    FROM v GROUP BY tool_name HAVING count(*) >= ? ORDER BY 9 DESC, 2 DESC, 1"""
+    return conn.execute(sql, (p["min_words"], p["min_calls"])).fetchall()
+
+
+def sqlite_redundancy(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple[Any, ...]]:
+    key = "tool_name" if p["by"] == "tool" else "session_id"
+    sql = f"""
+    WITH c AS (SELECT *, status IN {_sql_in(FAILED)} AS failed FROM d),
+    f AS (SELECT {key} AS key,
+            batch_id IS NOT NULL AND count(*) OVER (PARTITION BY session_id, batch_id) > 1 AS sib,
+            CASE WHEN batch_id IS NOT NULL AND n IS NOT NULL THEN row_number() OVER
+              (PARTITION BY session_id, batch_id, n ORDER BY seq, tool_call_id) > 1 ELSE 0 END AS dup,
+            CASE WHEN a IS NOT NULL THEN coalesce(lag(failed) OVER
+              (PARTITION BY session_id, tool_name, a ORDER BY seq, tool_call_id) = 0, 0)
+              ELSE 0 END AS rep
+          FROM c)
+    SELECT key, count(*), sum(sib), sum(dup),
+           CASE WHEN sum(sib) > 0 THEN sum(dup) * 1.0 / sum(sib) END, sum(rep),
+           sum(rep) * 1.0 / count(*)
+    FROM f GROUP BY key HAVING count(*) >= ? ORDER BY sum(dup) + sum(rep) DESC, 2 DESC, 1
+    LIMIT ?"""
+    return conn.execute(sql, (p["min_calls"], p["limit"])).fetchall()
+
+
+def sqlite_tools(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple[Any, ...]]:
+    settled = _sql_in(SETTLED)
+    sql = f"""
+    WITH q0 AS (SELECT tool_name, duration_ms,
+                       row_number() OVER (PARTITION BY tool_name ORDER BY duration_ms) AS r,
+                       count(*) OVER (PARTITION BY tool_name) AS c
+                FROM d WHERE status IN {settled} AND duration_ms IS NOT NULL),
+    q AS (SELECT tool_name, max(CASE WHEN r = (c * 50 + 99) / 100 THEN duration_ms END) AS p50,
+                 max(CASE WHEN r = (c * 95 + 99) / 100 THEN duration_ms END) AS p95
+          FROM q0 GROUP BY tool_name),
+    g AS (SELECT tool_name, count(*) AS calls, sum(status IN {settled}) AS settled,
+                 sum(status = 'error') AS errors, sum(n IS NOT NULL) AS labelled,
+                 sum(NOT h) AS visible FROM d GROUP BY tool_name)
+    SELECT g.tool_name, calls, settled, errors,
+           CASE WHEN settled > 0 THEN errors * 1.0 / settled END, p50, p95, labelled,
+           CASE WHEN visible > 0 THEN labelled * 1.0 / visible END
+    FROM g LEFT JOIN q USING (tool_name) WHERE settled >= ? ORDER BY calls DESC, 1"""
+    return conn.execute(sql, (p["min_calls"],)).fetchall()
+
+
+def sqlite_over_time(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple[Any, ...]]:
+    width, offset, fmt = BUCKETS[p["bucket"]]
+    sql = f"""
+    WITH c AS (SELECT start_ns - ((start_ns - {offset}) % {width} + {width}) % {width} AS b,
+                      n IS NOT NULL AS labelled, chars, w FROM d WHERE NOT h),
+    g AS (SELECT b, count(*) AS calls, sum(labelled) AS labelled,
+                 sum(CASE WHEN labelled THEN chars END) AS chars,
+                 sum(CASE WHEN labelled THEN w END) AS words FROM c GROUP BY b)
+    SELECT strftime('{fmt}', b / 1000000000, 'unixepoch'), calls, labelled,
+           labelled * 1.0 / calls, CASE WHEN labelled > 0 THEN chars * 1.0 / labelled END,
+           CASE WHEN labelled > 0 THEN words * 1.0 / labelled END
+    FROM g ORDER BY b"""
+    return conn.execute(sql).fetchall()
+
+
+SQLITE: dict[str, Callable[[sqlite3.Connection, dict[str, Any]], list[tuple[Any, ...]]]] = {
+    "precursors": sqlite_precursors,
+    "vague_intents": sqlite_vague,
+    "redundancy": sqlite_redundancy,
+    "tools": sqlite_tools,
+    "over_time": sqlite_over_time,
+}
+
+
+# --- pandas: load the columns, derive per distinct value, then group ---------------------------
+def pandas_load(path: Path) -> Any:
+    import pandas as pd
+
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    df = pd.read_sql(
+        "SELECT tool_call_id, session_id, seq, batch_id, tool_name, intent, status, start_ns, "
+        "duration_ms, args, redaction FROM anchors",
+        conn,
+    )
+    conn.close()
+    for column in ("intent", "batch_id", "args", "redaction"):  # pandas 3: NaN for missing text
+        df[column] = df[column].astype(object).where(df[column].notna(), None)
+    intents = pd.Series(df["intent"].dropna().unique())
+    norm = dict(zip(intents, intents.map(normalize_intent), strict=True))
+    df["norm"] = [norm.get(i) if i is not None else None for i in df["intent"]]
+    df["norm"] = df["norm"].astype(object).where(df["norm"].notna(), None)
+    df["phrase"] = [leading_phrase(n, PHRASE_WORDS) for n in df["norm"]]
+    df["words"] = [word_count(n) for n in df["norm"]]
+    df["chars"] = df["intent"].fillna("").str.len()
+    red = df["redaction"].drop_duplicates()
+    hidden = {r: intent_hidden(r) for r in red}
+    redacted = [args_redacted(r) for r in df["redaction"]]
+    df["hidden"] = [hidden[r] for r in df["redaction"]]
+    df["akey"] = [
+        None if r else canonical_args(a) for a, r in zip(df["args"], redacted, strict=True)
+    ]
+    pairs = df[["norm", "tool_name"]].drop_duplicates()
+    named = {
+        (n, t): names_tool(n, t) for n, t in zip(pairs["norm"], pairs["tool_name"], strict=True)
+    }
+    df["named"] = [named[(n, t)] for n, t in zip(df["norm"], df["tool_name"], strict=True)]
+    df["owner"] = df["status"].isin(SETTLED)
+    df["failed"] = df["status"].isin(FAILED)
+    df = df.sort_values(["session_id", "seq", "tool_call_id"], kind="stable").reset_index(drop=True)
+    return df.drop(columns=["args", "redaction"])
+
+
+def pandas_precursors(df: Any, p: dict[str, Any]) -> list[tuple[Any, ...]]:
+    import pandas as pd
+
+    item = df["phrase"] if p["by"] == "phrase" else df["norm"]
+    grouped = item.groupby(df["session_id"], sort=False)
+    owners = df.index[df["owner"]]
+    parts = [
+        pd.DataFrame({"owner": owners, "item": grouped.shift(d)[owners].to_numpy()})
+        for d in range(1, p["k"] + 1)
+    ]
+    w = pd.concat(parts).dropna().drop_duplicates()
+    w["failed"] = df["failed"].to_numpy()[w["owner"].to_numpy()]
+    g = w.groupby("item").agg(count=("failed", "sum"), windows=("failed", "size"))
+    occ = item.value_counts()
+    n, fl = int(df["owner"].sum()), int(df["failed"].sum())
+    rows = []
+    for it, count, seen in zip(g.index, g["count"], g["windows"], strict=True):
+        cnt, windows = int(count), int(seen)
+        if cnt == 0 or cnt / fl < p["min_support"]:
+            continue
+        rows.append((it, cnt, cnt / fl, (cnt * n) / (fl * windows), windows, int(occ[it])))
+    rows.sort(key=lambda r: (-r[3], -r[1], r[0]))
+    return rows[: p["limit"]]
+
+
+def pandas_vague(df: Any, p: dict[str, Any]) -> list[tuple[Any, ...]]:
+    import numpy as np
+
+    generic = set(generic_vocabulary(p["generic_words"]))
+    distinct = df.groupby(["session_id", "tool_name", "norm"], sort=False)["akey"].transform(
+        "nunique"
+    )
+    uniq = df["norm"].dropna().unique()
+    gen = {n: bool(generic) and set(n.split(" ")) <= generic for n in uniq}
+    is_gen = df["norm"].map(gen).fillna(False).astype(bool)
+    v = df[~df["hidden"]].copy()
+    cat = np.select(
+        [
+            v["norm"].isna(),
+            v["words"] < p["min_words"],
+            v["named"],
+            is_gen[v.index],
+            distinct[v.index].fillna(0) > 1,
+        ],
+        [1, 2, 3, 4, 5],
+        0,
+    )
+    v["cat"] = cat
+    rows = []
+    for tool, g in v.groupby("tool_name"):
+        n = len(g)
+        if n < p["min_calls"]:
+            continue
+        c = [int((g["cat"] == i).sum()) for i in range(1, 6)]
+        rows.append((tool, n, *c, sum(c), sum(c) / n))
+    rows.sort(key=lambda r: (-r[8], -r[1], r[0]))
+    return rows
+
+
+def pandas_redundancy(df: Any, p: dict[str, Any]) -> list[tuple[Any, ...]]:
+    has_batch = df["batch_id"].notna()
+    size = df.groupby(["session_id", "batch_id"], sort=False)["seq"].transform("size")
+    sib = has_batch & (size > 1)
+    dup = (
+        (df.groupby(["session_id", "batch_id", "norm"], sort=False).cumcount() > 0)
+        & has_batch
+        & df["norm"].notna()
+    )
+    prev_failed = df.groupby(["session_id", "tool_name", "akey"], sort=False)["failed"].shift(1)
+    rep = df["akey"].notna() & prev_failed.notna() & (prev_failed == False)  # noqa: E712
+    key = df["tool_name"] if p["by"] == "tool" else df["session_id"]
+    rows = []
+    for k, idx in key.groupby(key).groups.items():
+        n = len(idx)
+        if n < p["min_calls"]:
+            continue
+        s, d, r = int(sib[idx].sum()), int(dup[idx].sum()), int(rep[idx].sum())
+        rows.append((k, n, s, d, d / s if s else None, r, r / n))
+    rows.sort(key=lambda x: (-(x[3] + x[5]), -x[1], x[0]))
+    return rows[: p["limit"]]
+
+
+def pandas_tools(df: Any, p: dict[str, Any]) -> list[tuple[Any, ...]]:
+    rows = []
+    for tool, g in df.groupby("tool_name"):
+        settled = g[g["owner"]]
+        if len(settled) < p["min_calls"]:
+            continue
+        d = settled["duration_ms"].dropna().sort_values().to_numpy()
+
+        def rank(pct: int, d: Any = d) -> float | None:
+            return float(d[max(1, math.ceil(len(d) * pct / 100)) - 1]) if len(d) else None
+
+        errors = int((g["status"] == "error").sum())
+        labelled, visible = int(g["norm"].notna().sum()), int((~g["hidden"]).sum())
+        rows.append((
+            tool, len(g), len(settled), errors, errors / len(settled) if len(settled) else None,
+            rank(50), rank(95), labelled, labelled / visible if visible else None,
+        ))  # fmt: skip
+    rows.sort(key=lambda r: (-r[1], r[0]))
+    return rows
+
+
+def pandas_over_time(df: Any, p: dict[str, Any]) -> list[tuple[Any, ...]]:
+    import pandas as pd
+
+    width, offset, fmt = BUCKETS[p["bucket"]]
+    v = df[~df["hidden"]]
+    b = v["start_ns"] - (v["start_ns"] - offset) % width
+    lab = v["norm"].notna()
+    g = pd.DataFrame(
+        {"b": b, "lab": lab, "chars": v["chars"].where(lab, 0), "words": v["words"].where(lab, 0)}
+    ).groupby("b")
+    agg = g.agg(calls=("lab", "size"), labelled=("lab", "sum"), chars=("chars", "sum"),
+                words=("words", "sum"))  # fmt: skip
+    rows = []
+    records: list[dict[str, Any]] = agg.reset_index().to_dict("records")
+    for r in records:
+        n, labelled, chars, words = (int(r[c]) for c in ("calls", "labelled", "chars", "words"))
+        label = pd.Timestamp(int(r["b"]), unit="ns").strftime(fmt)
+        rows.append((label, n, labelled, labelled / n,
+                     chars / labelled if labelled else None,
+                     words / labelled if labelled else None))  # fmt: skip
+    return rows
+
+
+PANDAS: dict[str, Callable[[Any, dict[str, Any]], list[tuple[Any, ...]]]] = {
+    "precursors": pandas_precursors,
+    "vague_intents": pandas_vague,
+    "redundancy": pandas_redundancy,
+    "tools": pandas_tools,
+    "over_time": pandas_over_time,
+}
+
+
+# --- ours -------------------------------------------------------------------------------------
+_COLD = """
+import json, sys, time
+t = time.perf_counter()
+from tracing.analytics import Analytics, load_dashboards
+engine = Analytics(sys.argv[1])
+kind, name = sys.argv[2], sys.argv[3]
+if kind == "analysis":
+    engine.run(name)
+else:
+    engine.dashboard(load_dashboards([])[name])
+print(json.dumps(time.perf_counter() - t))
+"""
+
+
+def _cold(url: str, kind: str, name: str) -> float:
+    out = subprocess.run(
+        [sys.executable, "-c", _COLD, url, kind, name],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
+    return float(json.loads(str(out.stdout).strip().splitlines()[-1]))
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - t, value
+
+
+def _line(name: str, ours: float, peer: float) -> str:
+    return f"{name}: ours {ours:.3f} s, peer {peer:.3f} s, ratio {peer / ours:.1f}"
+
+
+def _same(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> bool:
+    def close(x: Any, y: Any) -> bool:
+        if isinstance(x, float) and isinstance(y, float):
+            return math.isclose(x, y, rel_tol=1e-12, abs_tol=1e-12)
+        return x == y
+
+    return len(a) == len(b) and all(
+        len(r) == len(s) and all(close(x, y) for x, y in zip(r, s, strict=True))
+        for r, s in zip(a, b, strict=True)
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--anchors", type=int, default=1_000_000)
+    parser.add_argument("--ledger", default="artifacts/analytics-1m.db")
+    parser.add_argument("--repeat", type=int, default=3, help="warm runs (the median is shown)")
+    parser.add_argument("--skip-peers", action="store_true")
+    args = parser.parse_args()
+    path = Path(args.ledger).resolve()
+    url = f"sqlite:///{path}"
+    have = 0
+    if path.exists():
+        with sqlite3.connect(path) as conn:
+            have = conn.execute("SELECT count(*) FROM anchors").fetchone()[0]
+    if have != args.anchors:
+        for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            p.unlink(missing_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        open_ledger(url).close()
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        seconds, _ = _timed(lambda: fill(conn, args.anchors))
+        conn.close()
+        print(f"generated {args.anchors} anchors in {seconds:.1f} s: {path}")
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+
+    snapshot = Path(f"{path}.analytics.parquet")
+    snapshot.unlink(missing_ok=True)
+    engine = Analytics(url, options=AnalyticsOptions())
+    build, report = _timed(engine.sync)
+    print(f"first build of the copy (no snapshot; {report.rows} anchors): ours {build:.2f} s")
+
+    defaults = {name: a.resolve(None) for name, a in ANALYSES.items()}
+    ours_cold = {name: _cold(url, "analysis", name) for name in ANALYSES}
+    ours_warm: dict[str, float] = {}
+    ours_rows: dict[str, list[tuple[Any, ...]]] = {}
+    for name in ANALYSES:
+        engine.run(name)
+        times = []
+        for _ in range(args.repeat):
+            t, result = _timed(lambda name=name: engine.run(name))
+            times.append(t)
+            ours_rows[name] = result.rows
+        ours_warm[name] = statistics.median(times)
+
+    for name, dashboard in load_dashboards([]).items():
+        cold = _cold(url, "dashboard", name)
+        engine.dashboard(dashboard)
+        warm = statistics.median(_timed(lambda d=dashboard: engine.dashboard(d))[0]
+                                 for _ in range(args.repeat))  # fmt: skip
+        print(f"dashboard {name}: cold {cold:.2f} s (goal < 5 s), warm {warm:.3f} s (goal < 1 s)")
+    engine.close()
+    if args.skip_peers:
+        for name in ANALYSES:
+            print(f"{name}: ours cold {ours_cold[name]:.3f} s, warm {ours_warm[name]:.3f} s")
+        return
+
+    prepare, conn = _timed(lambda: sqlite_prepare(path))
+    print(f"SQLite: derive into a temp table {prepare:.2f} s (in every cold SQLite figure below)")
+    for name, fn in SQLITE.items():
+        t, rows = _timed(lambda fn=fn, name=name: fn(conn, defaults[name]))
+        cold = prepare + t
+        warm = min(_timed(lambda fn=fn, name=name: fn(conn, defaults[name]))[0]
+                   for _ in range(max(1, args.repeat - 1)))  # fmt: skip
+        same = "same rows" if _same(rows, ours_rows[name]) else "DIFFERENT ROWS"
+        print(_line(f"{name} cold vs SQLite SQL", ours_cold[name], cold) + f" ({same})")
+        print(_line(f"{name} warm vs SQLite SQL", ours_warm[name], warm))
+    conn.close()
+
+    load, df = _timed(lambda: pandas_load(path))
+    print(f"pandas: load and derive {load:.2f} s (in every cold pandas figure below)")
+    for name, fn in PANDAS.items():
+        t, rows = _timed(lambda fn=fn, name=name: fn(df, defaults[name]))
+        warm = min(_timed(lambda fn=fn, name=name: fn(df, defaults[name]))[0]
+                   for _ in range(max(1, args.repeat - 1)))  # fmt: skip
+        same = "same rows" if _same(rows, ours_rows[name]) else "DIFFERENT ROWS"
+        print(_line(f"{name} cold vs pandas", ours_cold[name], load + t) + f" ({same})")
+        print(_line(f"{name} warm vs pandas", ours_warm[name], warm))
+
+
+if __name__ == "__main__":
+    main()

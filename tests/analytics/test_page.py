@@ -1,0 +1,83 @@
+"""The viewer's Analytics page under Streamlit AppTest, on a real ledger."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.analytics.conftest import call, write_all
+from tests.viewer.conftest import open_page
+from tracing.analytics import load_dashboards
+from tracing.environment_variables import INTENTRACE_DASHBOARDS, INTENTRACE_LEDGER_URL
+from tracing.ledger import Ledger
+from viewer import APP_PATH
+
+
+@pytest.fixture
+def page_url(
+    sqlite_url: str, make_ledger: Callable[[str], Ledger], monkeypatch: pytest.MonkeyPatch
+) -> str:
+    ledger = make_ledger(sqlite_url)
+    writes = []
+    for i in range(30):
+        writes.append(call(f"e{i}", "edit_file", "Editing the lockfile by hand", start_ms=10 * i))
+        writes.append(
+            call(f"f{i}", "shell", "Running a build", status="error", start_ms=10 * i + 1)
+        )
+        writes.append(call(f"r{i}", "read_file", f"Reading file {i}", start_ms=10 * i + 2))
+    write_all(ledger, writes)
+    monkeypatch.setenv(INTENTRACE_LEDGER_URL, sqlite_url)
+    monkeypatch.delenv(INTENTRACE_DASHBOARDS, raising=False)
+    return sqlite_url
+
+
+def _run(dashboard: str | None = None) -> AppTest:
+    at = AppTest.from_file(str(APP_PATH), default_timeout=60)
+    if dashboard is not None:
+        at.query_params["dashboard"] = dashboard
+    open_page(at, "analytics")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_failures_dashboard(page_url: str) -> None:
+    at = _run("failures")
+    assert [t.value for t in at.title] == ["Analytics"]
+    dashboards = load_dashboards()
+    assert at.selectbox[0].options == [d.title for d in dashboards.values()]
+    assert at.selectbox[0].value == "failures"
+    assert [h.value for h in at.subheader] == [p.title for p in dashboards["failures"].panels]
+    top = at.dataframe[0].value
+    assert top["item"].iloc[0] == "editing the lockfile by hand"
+    assert int(top["count"].iloc[0]) == 30
+    tools = at.dataframe[2].value
+    shell = tools[tools["tool_name"] == "shell"].iloc[0]
+    assert (int(shell["errors"]), int(shell["settled"]), float(shell["error_rate"])) == (
+        30,
+        30,
+        1.0,
+    )
+    downloads = at.get("download_button")
+    assert len(downloads) == len(dashboards["failures"].panels)
+    assert len(at.get("vega_lite_chart")) == 3  # every panel of this dashboard has a chart
+
+
+def test_switching_dashboards(page_url: str) -> None:
+    at = _run()
+    at.selectbox[0].set_value("tool_health").run()
+    assert not at.exception
+    assert at.query_params["dashboard"] == "tool_health"
+    table = at.dataframe[0].value
+    assert sorted(table["tool_name"]) == ["edit_file", "read_file", "shell"]
+    assert set(table["label_coverage"]) == {1.0}
+    assert len(at.get("download_button")) == 3
+
+
+def test_bad_ledger_is_a_message(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(INTENTRACE_LEDGER_URL, f"sqlite:///{tmp_path}/missing.db")
+    at = _run("tool_health")
+    assert [e.value for e in at.error] == ["The ledger cannot be analysed."]
+    assert "no ledger database" in at.code[0].value
