@@ -47,7 +47,14 @@ from tracing._conventions import (
     match_convention,
     requested_calls,
 )
-from tracing._derive import CallContext, PolicyLike, RegistryLike, default_call_id, derive_call
+from tracing._derive import (
+    CallContext,
+    PolicyLike,
+    RegistryLike,
+    default_call_id,
+    derive_call,
+    raw_intent_of,
+)
 from tracing._intent import IntentRegistry, read_intent, sanitize_label
 from tracing._learn import Pending, RequestedCalls
 from tracing._processor import LedgerSink
@@ -322,7 +329,9 @@ class SpanFeed:
             return
         calls = requested_calls(view.attributes)
         if calls:
-            added = self._requested.add(int(view.trace_id, 16), calls, read_intent)
+            added = self._requested.add(
+                int(view.trace_id, 16), calls, read_intent, batch_id=view.span_id
+            )
             self._count("learned_calls", added)
 
     def _take(self, view: SpanView, facts: ToolFacts | None) -> Pending | None:
@@ -331,9 +340,20 @@ class SpanFeed:
         trace = int(view.trace_id, 16)
         if not self._requested.has(trace):
             return None
-        if facts is not None:
-            return self._requested.take(trace, call_id=facts.call_id, tool_name=facts.tool_name)
-        return self._requested.take(trace, call_id=None, tool_name=view.name)
+        if facts is None:
+            return self._requested.take(trace, call_id=None, tool_name=view.name)
+        pending = self._requested.take(trace, call_id=facts.call_id, tool_name=facts.tool_name)
+        if pending is None or (facts.call_id and facts.call_id == pending.call_id):
+            return pending
+        # matched by tool name and order: the span's own args (all known, it has ended) say
+        # which of the waiting calls it really was, as the processor settles it
+        own = raw_intent_of(facts, gate=True, full=True)
+        if own and own != pending.raw_intent:
+            swapped = self._requested.exchange(trace, pending, own)
+            if swapped is not None:
+                self._count("learned_reassigned")
+                return swapped
+        return pending
 
     # ------------------------------------------------------------------------------ calls
     def _call(self, view: SpanView, facts: ToolFacts | None) -> bool | None:
@@ -375,6 +395,7 @@ class SpanFeed:
             parent_call_id=own_parent if has_parent else found.get("parent_call_id"),
             call_id=call_id,
             learned_intent=learned,
+            batch_id=pending.batch_id if pending is not None else None,
         )
         try:
             derived = derive_call(

@@ -186,3 +186,22 @@ def run(tracer: Tracer) -> None:
             pass
         with tracer.start_as_current_span("lookup"):
             pass
+        # two calls of one tool, listed by a model span; the spans start with no attributes
+        # (matched by order) and learn their own args later: the args say which call each was
+        prefix = "llm.output_messages.0.message.tool_calls."
+        listed = {A.OPENINFERENCE_SPAN_KIND: "LLM"}
+        for n in (1, 2):
+            listed[f"{prefix}{n}.tool_call.id"] = f"call_p{n}"
+            listed[f"{prefix}{n}.tool_call.function.name"] = "lookup"
+            listed[f"{prefix}{n}.tool_call.function.arguments"] = _args(f"Looking up invoice {n}")
+        with tracer.start_as_current_span("llm", attributes=listed):
+            pass
+        for n in (2, 1):
+            with tracer.start_as_current_span("lookup") as late:
+                late.set_attributes(
+                    {
+                        A.OPENINFERENCE_SPAN_KIND: "TOOL",
+                        A.OI_TOOL_NAME: "lookup",
+                        A.OI_INPUT_VALUE: _args(f"Looking up invoice {n}"),
+                    }
+                )

@@ -70,6 +70,8 @@ def test_reference_covers_the_cases() -> None:
     statuses = {a["status"] for a in anchors.values()}
     assert statuses == {"success", "error", "cancelled"}
     assert anchors["call_learned"]["intent"] == "Looking up the refund policy"
+    assert anchors["call_p2"]["intent"] == "Looking up invoice 2"
+    assert anchors["call_p1"]["intent"] == "Looking up invoice 1"
     assert any(a["parent_call_id"] for a in anchors.values())
     assert activities and activities[0]["label"] == "Exploring the auth flow"
 
