@@ -623,7 +623,7 @@ def run_demo(
         set_global=False,
         # settle in the agent's thread: one thread writes, so the ledger's sequence numbers
         # come out the same on every run of a seed
-        options=IntentOptions(settle_in_thread=False),
+        options=IntentOptions(in_thread=False),
     )
     tracer = provider.get_tracer("intentrace.demo")
     count = max(1, sessions)
