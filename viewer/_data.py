@@ -130,21 +130,6 @@ def call(url: str, tool_call_id: str) -> Anchor | None:
     return ledger(url).anchor(tool_call_id)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def _checkpoints(url: str, session_id: str, version: tuple[object, ...]) -> list[Anchor]:
-    del version  # part of the cache key only
-    rows = ledger(url).checkpoints(session_id)
-    for row in rows:  # the table never shows them; keep the cached copy small
-        row["args"] = row["result"] = None
-    return rows
-
-
-def checkpoints(url: str, session_id: str, info: SessionInfo) -> list[Anchor]:
-    """The session's settled calls (rewind points) in ``seq`` order, without payloads; read
-    again when the story was (same version)."""
-    return _checkpoints(url, session_id, _version(info, _seen().get((url, session_id), 0)))
-
-
 @st.cache_data(ttl=LIVE_TTL_S, max_entries=8, show_spinner=False)
 def in_flight(url: str, limit: int) -> list[Anchor]:
     """Calls not settled yet across sessions (streaming, in flight, background), oldest first."""
@@ -174,7 +159,6 @@ __all__: Sequence[str] = (
     "SessionFilter",
     "agents",
     "call",
-    "checkpoints",
     "count_sessions",
     "find_calls",
     "in_flight",

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any, Final
 
 from tracing import sanitize_label
 from tracing._status import (
     FRAME_TIMED_OUT,
     LIVE_STATUSES,
+    SETTLED_STATUSES,
     HeaderCall,
     frame_label,
     group_header,
@@ -92,7 +94,7 @@ class Call:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # A plain tuple of fields: stories are cached (pickled) whole; this halves load time.
-        return (Call, tuple(getattr(self, f.name) for f in fields(self)))
+        return (Call, _call_fields(self))
 
     @property
     def live(self) -> bool:
@@ -138,7 +140,7 @@ class Block:
     header: str = ""
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Block, tuple(getattr(self, f.name) for f in fields(self)))
+        return (Block, _block_fields(self))
 
     @property
     def first_seq(self) -> int:
@@ -155,6 +157,10 @@ class Block:
         cancelled = sum(1 for c in self.calls if c.status == "cancelled")
         live = sum(1 for c in self.calls if c.live)
         return len(self.calls), failed, cancelled, live
+
+
+_call_fields = attrgetter(*(f.name for f in fields(Call)))
+_block_fields = attrgetter(*(f.name for f in fields(Block)))
 
 
 def count_text(calls: int, failed: int = 0, cancelled: int = 0, live: int = 0) -> str:
@@ -205,6 +211,12 @@ class Story:
             return []
         start, end = self.pages[max(0, min(page, len(self.pages) - 1))]
         return self.blocks[start:end]
+
+    def checkpoints(self) -> list[Call]:
+        """The settled calls in ``seq`` order (what ``Ledger.checkpoints`` returns, from the
+        rows already read): labelled rewind points."""
+        settled = [c for c in self.calls.values() if c.status in SETTLED_STATUSES]
+        return sorted(settled, key=lambda c: c.seq)
 
     def ancestors(self, call_id: str) -> list[str]:
         """Ids of the calls ``call_id`` is nested under, outermost first."""

@@ -35,8 +35,22 @@ def viewer_url(fixture_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[st
     yield fixture_url
 
 
+_components: list[object] = []
+
+
 def new_app() -> AppTest:
-    return AppTest.from_file(str(APP_PATH), default_timeout=30)
+    """An AppTest of the entry script. Every new AppTest scans all installed packages for
+    Streamlit components (1-2 s here); the viewer uses none, so the first scan is shared."""
+    at = AppTest.from_file(str(APP_PATH), default_timeout=30)
+    if _components:
+        at._bidi_component_manager = _components[0]  # pyright: ignore[reportAttributeAccessIssue, reportPrivateUsage]
+    return at
+
+
+def _share_components(at: AppTest) -> None:
+    manager = getattr(at, "_bidi_component_manager", None)
+    if manager is not None and not _components:
+        _components.append(manager)
 
 
 def run_app(params: Mapping[str, str] | None = None, page: str | None = None) -> AppTest:
@@ -47,6 +61,7 @@ def run_app(params: Mapping[str, str] | None = None, page: str | None = None) ->
     if page is not None:
         open_page(at, page)
     at.run()
+    _share_components(at)
     assert not at.exception, [e.value for e in at.exception]
     return at
 

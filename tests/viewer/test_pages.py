@@ -69,6 +69,11 @@ def test_sessions_paginate_in_the_database() -> None:
 )
 def test_sessions_filters(widget: str, value: str, expected: list[str]) -> None:
     at = run_app()
+    assert widget not in [s.key for s in at.selectbox]  # loaded only when opened
+    at.session_state["filters"] = True
+    at.run()
+    assert at.selectbox(key="agent").options == ["(any)", "batcher", "coder", "hunter",
+                                                 "planner", "reviewer"]  # fmt: skip
     at.selectbox(key=widget).set_value(value).run()
     assert list(at.dataframe[0].value["session"]) == expected
     assert captions(at)[0].startswith(f"Sessions 1–{len(expected)} of {len(expected)}.")

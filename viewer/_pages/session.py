@@ -121,7 +121,7 @@ def _session(url: str, session_id: str, anchor: str | None, info: SessionInfo) -
         st.text(anchor)
         anchor = None
     _summary(info, story)
-    _story_tabs(url, story, anchor, info)
+    _story_tabs(url, story, anchor)
     if anchor is not None:
         focus(anchor)
 
@@ -140,7 +140,7 @@ def _summary(info: SessionInfo, story: Story) -> None:
         st.text("Agents: " + one_line(", ".join(info["agents"]), 300), wrap=False)
 
 
-def _story_tabs(url: str, story: Story, anchor: str | None, info: SessionInfo) -> None:
+def _story_tabs(url: str, story: Story, anchor: str | None) -> None:
     number = _page_number(story, anchor)
     blocks = story.page_blocks(number)
     story_tab, timeline_tab, checkpoints_tab = st.tabs(["Story", "Timeline", "Checkpoints"])
@@ -150,7 +150,7 @@ def _story_tabs(url: str, story: Story, anchor: str | None, info: SessionInfo) -
     with timeline_tab:
         _timeline(story, blocks, now_ns)
     with checkpoints_tab:
-        _checkpoints(url, story, info)
+        _checkpoints(story)
 
 
 def _page_number(story: Story, anchor: str | None) -> int:
@@ -393,20 +393,20 @@ def _timeline(story: Story, blocks: list[Block], now_ns: int) -> None:
     st.caption(f"{count_text(len(frame))} on this page, one row each, in sequence order.")
 
 
-def _checkpoints(url: str, story: Story, info: SessionInfo) -> None:
+def _checkpoints(story: Story) -> None:
     """Settled calls as labelled rewind points; selecting one opens it in the story."""
-    rows = _data.checkpoints(url, story.session_id, info)
+    rows = story.checkpoints()
     if not rows:
         st.info("No call of this session has settled yet.")
         return
     frame = pd.DataFrame(
         {
-            "seq": [r["settle_seq"] if r["settle_seq"] is not None else r["seq"] for r in rows],
-            "turn": [r["turn"] for r in rows],
-            "checkpoint": [one_line(call_label(r), 200) for r in rows],
-            "tool": [r["tool_name"] for r in rows],
-            "status": [r["status"] for r in rows],
-            "duration": [format_duration(r["duration_ms"]) for r in rows],
+            "seq": [c.seq for c in rows],
+            "turn": [c.turn for c in rows],
+            "checkpoint": [one_line(c.label, 200) for c in rows],
+            "tool": [c.tool_name for c in rows],
+            "status": [c.status for c in rows],
+            "duration": [format_duration(c.duration_ms) for c in rows],
         }
     )
     st.caption("Settled calls in order. Select one to open it in the story.")
@@ -420,7 +420,7 @@ def _checkpoints(url: str, story: Story, info: SessionInfo) -> None:
     )
     chosen = list(picked.selection.rows) if picked is not None else []
     if chosen:
-        target = rows[chosen[0]]["tool_call_id"]
+        target = rows[chosen[0]].id
         del st.session_state["checkpoints_table"]
         st.query_params[ANCHOR_PARAM] = target
         st.rerun()

@@ -49,13 +49,26 @@ def render() -> None:
     st.title("Sessions")
     url = _data.ledger_url()
     try:
-        agents = _data.agents(url)
-        tools = _data.tools(url)
+        _sessions(url)
     except _data.LedgerError as exc:
         st.error("The ledger cannot be read.")
         st.code(str(exc), language=None)
-        return
 
+
+def _filters(url: str) -> tuple[str | None, str | None, str | None]:
+    """Agent, tool and status filters, in a section that loads its choices only when open
+    (listing every agent and tool scans the ledger; the page itself never does)."""
+    section = st.expander("Filter by agent, tool or status", key="filters", on_change="rerun")
+    if not section.open:
+        return None, None, None
+    with section, st.container(horizontal=True):
+        agent = st.selectbox("Agent", [_ALL, *_data.agents(url)], key="agent")
+        tool = st.selectbox("Tool", [_ALL, *_data.tools(url)], key="tool")
+        status = st.selectbox("Status", [_ALL, *STATUSES], key="status")
+    return _choice(agent), _choice(tool), _choice(status)
+
+
+def _sessions(url: str) -> None:
     with st.container(horizontal=True, vertical_alignment="bottom"):
         search = st.text_input(
             "Search intents",
@@ -63,14 +76,10 @@ def render() -> None:
             placeholder="words from an intent, outcome or label",
             bind="query-params",
         )
-        agent = st.selectbox("Agent", [_ALL, *agents], key="agent")
-        tool = st.selectbox("Tool", [_ALL, *tools], key="tool")
-        status = st.selectbox("Status", [_ALL, *STATUSES], key="status")
         size = st.selectbox("Per page", PAGE_SIZES, index=1, key="size")
+    agent, tool, status = _filters(url)
 
-    where = _data.SessionFilter(
-        agent=_choice(agent), tool=_choice(tool), status=_choice(status), search=search or None
-    )
+    where = _data.SessionFilter(agent=agent, tool=tool, status=status, search=search or None)
     total = _data.count_sessions(url, where)
     pages = max(1, math.ceil(total / size))
     # A new filter is a new pagination widget, which starts on its first page.
