@@ -160,3 +160,29 @@ def test_snapshot_restart_and_incremental(
     report = second.sync()
     assert report.rebuilt and report.rows == 29
     second.close()
+
+
+def test_in_memory_ledger_through_its_object() -> None:
+    """A ``sqlite:///:memory:`` ledger is read through its public API (``changed_since``)."""
+    ledger = open_ledger("sqlite:///:memory:", options=FAST)
+    try:
+        writes = [
+            call(
+                f"m{i}",
+                "grep" if i % 3 else "shell",
+                f"Looking for item {i % 4}",
+                status="error" if i % 5 == 0 else "success",
+                start_ms=i,
+            )
+            for i in range(40)
+        ]
+        write_all(ledger, writes)
+        engine = Analytics(ledger, options=AnalyticsOptions(snapshot=False))
+        anchors = [{c: a[c] for c in ANCHOR_COLUMNS} for a in ledger.changed_since(-1)]  # type: ignore[literal-required]
+        for name, params in CASES:
+            assert engine.run(name, params).rows == reference(name, anchors, params)
+        write_all(ledger, [call("late", "shell", "Looking late", status="error", start_ms=99)])
+        assert engine.sync().changed == 1
+        engine.close()
+    finally:
+        ledger.close()

@@ -52,6 +52,9 @@ logger = logging.getLogger("tracing.analytics")
 
 DERIVE_VERSION: Final = "1"
 """Bumped whenever a definition changes: a snapshot of another version is rebuilt."""
+_SNAPSHOT_VERSION: Final = f"{DERIVE_VERSION}/duckdb-{duckdb.__version__}"
+"""What a snapshot must match: ``args_key`` is DuckDB's ``hash()``, which may change between
+DuckDB releases."""
 
 BASE_COLUMNS: Final[tuple[tuple[str, str], ...]] = (
     ("tool_call_id", "VARCHAR"),
@@ -334,7 +337,7 @@ class Analytics:
                         [str(path)],
                     ).fetchall()
                 )
-                if meta.get("version") == DERIVE_VERSION and meta.get("url") == self.url:
+                if meta.get("version") == _SNAPSHOT_VERSION and meta.get("url") == self.url:
                     self._db.execute(
                         "CREATE TABLE calls AS SELECT * FROM read_parquet(?)", [str(path)]
                     )
@@ -533,7 +536,7 @@ class Analytics:
         if path is None:
             return
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        meta = {"version": DERIVE_VERSION, "url": self.url, "watermark": str(self._watermark)}
+        meta = {"version": _SNAPSHOT_VERSION, "url": self.url, "watermark": str(self._watermark)}
         options = ", ".join(f"{k}: '{v.replace(chr(39), chr(39) * 2)}'" for k, v in meta.items())
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
