@@ -168,3 +168,47 @@ def test_both_destinations_and_an_existing_provider(
     assert otlp["call_1"].attributes[A.GEN_AI_TOOL_NAME] == "search_code"
     assert A.GEN_AI_TOOL_NAME not in lf["call_1"].attributes
     assert langfuse_name(lf["call_1"]) == "Found 3 OAuth handlers"
+
+
+def test_langfuse_own_tool_observations_are_named_and_redacted(rx: OtlpReceiver) -> None:
+    from redaction import RedactionPolicy
+    from tracing import IntentRegistry
+
+    policy = RedactionPolicy.from_toml('[tools.vault_read]\nargs = "redact"\n')
+    setup = configure(
+        langfuse=_langfuse_kwargs(rx),
+        provider=TracerProvider(),
+        set_global=False,
+        ledger=False,
+        policy=policy,
+        registry=IntentRegistry(["lookup", "vault_read"]),
+    )
+    client = setup.langfuse
+    assert client is not None
+    try:
+        with client.start_as_current_observation(
+            name="lookup",
+            as_type="tool",
+            input={"intent": "Looking up the customer", "api_key": SECRET},
+        ) as obs:
+            obs.update(output={"found": True, "token": SECRET})
+        with client.start_as_current_observation(
+            name="vault_read",
+            as_type="tool",
+            input={"intent": "Reading prod secrets from the vault", "path": "/prod/db"},
+        ) as obs:
+            obs.update(output="ok")
+        assert setup.force_flush()
+        spans = {s.attributes[A.TOOL_NAME]: s for s in rx.wait_for_spans(2, path=LANGFUSE_PATH)}
+    finally:
+        client.shutdown()
+        setup.shutdown()
+    lookup, vault = spans["lookup"], spans["vault_read"]
+    assert langfuse_name(lookup) == "Looking up the customer"
+    assert langfuse_type(lookup) == "TOOL"
+    assert langfuse_name(vault) == "vault_read"  # args redacted: the intent is hidden too
+    assert vault.attributes[A.LANGFUSE_OBSERVATION_INPUT] == "[redacted:policy]"
+    assert A.INTENT not in vault.attributes
+    body = b"".join(r.body for r in rx.requests)
+    assert SECRET.encode() not in body
+    assert b"prod secrets" not in body and b"/prod/db" not in body
