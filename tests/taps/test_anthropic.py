@@ -27,6 +27,7 @@ B = (
     "read_file",
     json.dumps({"intent": "Opening config/retry.toml", "path": "config/retry.toml"}),
 )
+INTENT_A = json.loads(A[2])["intent"]
 MESSAGES: Any = [{"role": "user", "content": "How do retries work?"}]
 
 
@@ -149,3 +150,40 @@ def test_input_json_cut_mid_surrogate_pair(
     assert ledger.flush()
     row = ledger.anchor("toolu_E")
     assert row is not None and row["intent"] == "Grepping for 😀 in 日本語 docs"
+
+
+def test_leaving_the_stream_block_early_finishes_the_tap(
+    sse_server: SSEServer, ledger: Ledger, registry: IntentRegistry
+) -> None:
+    tap = StreamTap(ledger=ledger, registry=registry, session_id="a-5")
+    sse_server.respond(anthropic_stream([A, B], size=6, text=None))
+    with tap.wrap(
+        client(sse_server).messages.stream(model="m", max_tokens=9, messages=MESSAGES)
+    ) as s:
+        for event in s:
+            # stop right after A's block is complete: that last event is still read at exit
+            if event.type == "content_block_stop" and event.index == 0:
+                break
+        kept = s  # the application still holds the stream: no garbage collection involved
+    assert ledger.flush()
+    rows = {r["tool_call_id"]: r for r in ledger.session_anchors("a-5")}
+    assert kept is s and set(rows) == {"toolu_01A"}  # B never started
+    assert (rows["toolu_01A"]["status"], rows["toolu_01A"]["intent"]) == (
+        "streaming", "Looking for the retry policy",
+    )  # fmt: skip
+    c = ("toolu_01C", "search_code", A[2])
+    sse_server.respond(anthropic_stream([c], size=6, text=None))
+    with tap.wrap(
+        client(sse_server).messages.stream(model="m", max_tokens=9, messages=MESSAGES)
+    ) as s:
+        for event in s:  # stop inside C's arguments, once its intent is complete
+            snapshot: Any = getattr(event, "snapshot", None)
+            if event.type == "input_json" and snapshot.get("intent") == INTENT_A:
+                break
+    assert ledger.flush()
+    row = ledger.anchor("toolu_01C")
+    assert row is not None and (row["status"], row["intent"]) == (
+        "abandoned",
+        "Looking for the retry policy",
+    )
+    assert "closed before" in (row["error"] or "")

@@ -46,11 +46,19 @@ def _chat_chunk(tracker: ToolCallTracker, chunk: Any) -> None:
         tool_calls = delta.tool_calls if delta is not None else None
         if tool_calls:
             for tc in tool_calls:
-                key = (choice.index, tc.index)
                 fn = tc.function
-                name = fn.name if fn is not None else None
-                if tc.id is not None or name:
-                    tracker.start(key, tc.id, name)
+                call_id = tc.id
+                name = None
+                if call_id is None:
+                    if fn is not None:
+                        name = fn.name
+                    if not name and not tracker.active:
+                        continue  # more arguments of calls whose intent is read already
+                elif fn is not None:
+                    name = fn.name
+                key = (choice.index, tc.index)
+                if call_id is not None or name:
+                    tracker.start(key, call_id, name)
                 if fn is not None and fn.arguments:
                     tracker.feed(key, fn.arguments)
         if choice.finish_reason is not None:
@@ -78,7 +86,8 @@ def _response_item_added(tracker: ToolCallTracker, event: Any) -> None:
 
 
 def _response_args_delta(tracker: ToolCallTracker, event: Any) -> None:
-    tracker.feed(event.output_index, event.delta)
+    if tracker.active:
+        tracker.feed(event.output_index, event.delta)
 
 
 def _response_args_done(tracker: ToolCallTracker, event: Any) -> None:
@@ -103,6 +112,8 @@ def _block_start(tracker: ToolCallTracker, event: Any) -> None:
 
 
 def _block_delta(tracker: ToolCallTracker, event: Any) -> None:
+    if not tracker.active:
+        return  # text, or more arguments of calls whose intent is read already
     delta = event.delta
     if getattr(delta, "type", None) == "input_json_delta":
         tracker.feed(event.index, delta.partial_json)
@@ -139,13 +150,14 @@ def _ignore(tracker: ToolCallTracker, event: Any) -> None:
     pass
 
 
-_ROUTES: Final[dict[type[Any], Handler]] = {}
+ROUTES: Final[dict[type[Any], Handler]] = {}
 """Event class -> how to read it (decided on the first event of each class)."""
 
 
-def _route(event: Any) -> Handler:
+def route_for(event: Any) -> Handler:
+    """How to read events of this one's class (decided once per class)."""
     cls: type[Any] = event.__class__
-    route = _ROUTES.get(cls)
+    route = ROUTES.get(cls)
     if route is not None:
         return route
     if isinstance(getattr(event, "type", None), str):
@@ -154,14 +166,14 @@ def _route(event: Any) -> Handler:
         route = _chat_chunk
     else:
         route = _ignore
-    _ROUTES[cls] = route
+    ROUTES[cls] = route
     return route
 
 
 def dispatch(tracker: ToolCallTracker, event: Any) -> None:
     """Apply one stream event to ``tracker``."""
     cls: type[Any] = event.__class__
-    route = _ROUTES.get(cls)
+    route = ROUTES.get(cls)
     if route is None:
-        route = _route(event)
+        route = route_for(event)
     route(tracker, event)

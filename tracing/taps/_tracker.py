@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 from tracing._intent import IntentRegistry, sanitize_label
 from tracing._status import ABANDONED, STREAMING
 from tracing._streaming import IntentStreamReader, StreamingIntent
-from tracing.taps._events import dispatch
+from tracing.taps._events import ROUTES, route_for
 from tracing.taps._options import TapOptions
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def _hold_back(text: str) -> str:
 
 class _Call:
     __slots__ = (
-        "buffer", "call_id", "ended", "fed", "last_t", "published", "reader", "seen",
+        "buffer", "call_id", "ended", "fed", "last_t", "live", "published", "reader", "seen",
         "start_ns", "state", "tool_name", "updates", "wrote",
     )  # fmt: skip
 
@@ -125,6 +125,7 @@ class _Call:
         self.last_t = float("-inf")
         self.ended = False
         self.fed = False
+        self.live = True  # counted in ToolCallTracker.active
         self.start_ns = time.time_ns()
 
 
@@ -140,7 +141,8 @@ class ToolCallTracker:
 
     __slots__ = (
         "_abandon", "_calls", "_clock", "_closed", "_context", "_interval", "_max_updates",
-        "_on_intent", "_policy", "_recorder", "_registry", "_whole_words", "batch_id",
+        "_on_intent", "_policy", "_recorder", "_registry", "_whole_words", "active",
+        "batch_id",
     )  # fmt: skip
 
     def __init__(
@@ -166,6 +168,9 @@ class ToolCallTracker:
         self._clock = opts.clock
         self._calls: dict[Hashable, _Call] = {}
         self._closed = False
+        self.active = 0
+        """Calls whose arguments are still read (identity pending, or intent not complete):
+        when 0, the events' argument deltas can be skipped unread."""
         self.batch_id: str | None = context.batch_id
         """Sibling calls of this response share it: the given one, else the response id."""
         STATS.add("streams")
@@ -174,7 +179,10 @@ class ToolCallTracker:
     def observe(self, event: object) -> None:
         """Take one event of an ``openai`` or ``anthropic`` stream (others are ignored)."""
         try:
-            dispatch(self, event)
+            route = ROUTES.get(event.__class__)
+            if route is None:
+                route = route_for(event)
+            route(self, event)
         except Exception as exc:
             STATS.error("internal_errors", "ToolCallTracker.observe", exc)
 
@@ -186,8 +194,7 @@ class ToolCallTracker:
         the response; ``call_id`` the provider's tool call id; ``tool_name`` the tool."""
         call = self._calls.get(key)
         if call is None:
-            call = self._calls[key] = _Call()
-            STATS.add("calls")
+            call = self._new(key)
         if call.state != _PENDING:
             return
         if call_id:
@@ -197,8 +204,7 @@ class ToolCallTracker:
         if call.call_id is None or call.tool_name is None:
             return
         if not self._registry.is_label_bearing(call.tool_name):
-            call.state = _IGNORED
-            call.buffer = None
+            self._ignore(call)
             return
         call.state = _TAPPED
         call.reader = IntentStreamReader()
@@ -212,16 +218,14 @@ class ToolCallTracker:
         """The next piece of the arguments of the call at ``key``."""
         call = self._calls.get(key)
         if call is None:
-            call = self._calls[key] = _Call()
-            STATS.add("calls")
+            call = self._new(key)
         if call.state != _TAPPED:
             if call.state == _PENDING:
                 buffer = call.buffer
                 if buffer is None:
                     buffer = call.buffer = []
                 if sum(len(p) for p in buffer) + len(delta) > _MAX_BUFFER:
-                    call.state = _IGNORED  # never identified: give up on it
-                    call.buffer = None
+                    self._ignore(call)  # never identified: give up on it
                 else:
                     buffer.append(delta)
             return
@@ -230,8 +234,9 @@ class ToolCallTracker:
         if reader is None:
             return
         result = reader.feed(delta)
-        if reader.done:
-            call.reader = None  # complete, or no intent to read: nothing more to learn
+        if reader.done:  # complete, or no intent to read: nothing more to learn
+            call.reader = None
+            self._retire(call)
         if result is call.seen:
             return
         call.seen = result
@@ -242,8 +247,7 @@ class ToolCallTracker:
         """The arguments of the call at ``key`` are complete."""
         call = self._calls.get(key)
         if call is not None:
-            call.ended = True
-            call.reader = None
+            self._finish(call)
 
     def done(self, key: Hashable, arguments: str | bytes | None = None) -> None:
         """The call at ``key`` is complete with ``arguments`` (its whole argument text; read
@@ -260,8 +264,30 @@ class ToolCallTracker:
         (the calls of one choice of a Chat Completions response)."""
         for key, call in self._calls.items():
             if group is None or (isinstance(key, tuple) and key and key[0] == group):
-                call.ended = True
-                call.reader = None
+                self._finish(call)
+
+    def _new(self, key: Hashable) -> _Call:
+        call = self._calls[key] = _Call()
+        self.active += 1
+        STATS.add("calls")
+        return call
+
+    def _retire(self, call: _Call) -> None:
+        if call.live:
+            call.live = False
+            self.active -= 1
+
+    def _ignore(self, call: _Call) -> None:
+        call.state = _IGNORED
+        call.buffer = None
+        self._retire(call)
+
+    def _finish(self, call: _Call) -> None:
+        call.ended = True
+        call.reader = None
+        if call.state == _PENDING:
+            self._ignore(call)  # its arguments ended before we learnt what it is
+        self._retire(call)
 
     def close(self, error: BaseException | None = None, *, early: bool = False) -> None:
         """The stream is over (``error``: it failed; ``early``: the application stopped

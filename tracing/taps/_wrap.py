@@ -186,25 +186,50 @@ class TappedStream:
         return getattr(self._stream, name)
 
 
+def _our_events(stream: Any) -> Any:
+    """The pass-through generator the tap put into ``stream`` (None if none)."""
+    if isinstance(stream, TappedStream):
+        return stream._events  # pyright: ignore[reportPrivateUsage]
+    for holder in (getattr(stream, "_raw_stream", None), stream):
+        events = getattr(holder, "_iterator", None) if holder is not None else None
+        if events is not None and events in _TAPPED:
+            return events
+    return None
+
+
 class _TappedManager:
     """Proxy of a stream manager (``with client.messages.stream(...) as stream``): the stream
-    it returns is tapped."""
+    it returns is tapped; leaving the block finishes the tap (a stream left unfinished settles
+    its incomplete calls as abandoned there and then, not when it is garbage collected)."""
 
     def __init__(self, manager: Any, make: Callable[[], ToolCallTracker]) -> None:
         self._manager = manager
         self._make = make
+        self._stream: Any = None
 
     def __enter__(self) -> Any:
-        return _tap(self._manager.__enter__(), self._make)
+        self._stream = _tap(self._manager.__enter__(), self._make)
+        return self._stream
 
     def __exit__(self, *exc: object) -> Any:
-        return self._manager.__exit__(*exc)
+        try:
+            return self._manager.__exit__(*exc)
+        finally:
+            events = _our_events(self._stream)
+            if events is not None and hasattr(events, "close"):
+                events.close()
 
     async def __aenter__(self) -> Any:
-        return _tap(await self._manager.__aenter__(), self._make)
+        self._stream = _tap(await self._manager.__aenter__(), self._make)
+        return self._stream
 
     async def __aexit__(self, *exc: object) -> Any:
-        return await self._manager.__aexit__(*exc)
+        try:
+            return await self._manager.__aexit__(*exc)
+        finally:
+            events = _our_events(self._stream)
+            if events is not None and hasattr(events, "aclose"):
+                await events.aclose()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._manager, name)
