@@ -16,7 +16,7 @@ each against the peer, the bare decode of the same bodies (protobuf ``ParseFromS
 ``json.loads`` for JSON). Prints ``name: ours X, peer Y, ratio Z`` lines (spans per second;
 ratio = ours / peer).
 
-Run: ``.venv/bin/python bench/collect.py`` (``--traces N``, ``--repeat N``).
+Run: ``.venv/bin/python -m bench.collect`` (``--traces N``, ``--repeat N``).
 """
 
 from __future__ import annotations

@@ -111,3 +111,18 @@ def test_loopback_detection() -> None:
     assert _is_loopback("localhost")
     assert not _is_loopback("0.0.0.0")
     assert not _is_loopback("192.168.1.4")
+
+
+def test_docs_list_every_collect_option() -> None:
+    from tracing._cli_collect import collect
+
+    text = (Path(__file__).parents[2] / "docs" / "collect.md").read_text()
+    table = text.split("## `intentrace collect`", 1)[1].split("###", 1)[0]
+    documented = set(re.findall(r"^\| `(--[a-z-]+)", table, flags=re.MULTILINE))
+    options = {
+        name
+        for param in collect.params
+        for name in param.opts
+        if name.startswith("--") and name != "--help"
+    }
+    assert documented == options

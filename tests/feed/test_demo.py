@@ -5,6 +5,12 @@ and with ``OTEL_EXPORTER_OTLP_*`` set the same run reaches ``collect`` with the 
 from __future__ import annotations
 
 import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -210,3 +216,43 @@ def test_cli_demo_prints_a_plain_story_and_the_ledger(tmp_path: Path) -> None:
     assert "▸ Exploring the auth flow" in out
     assert f"Ledger: {url}" in out
     assert "demo-5-2-pagination" in out
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_demo_view_serves_the_viewer_on_loopback(tmp_path: Path) -> None:
+    """What README's main command runs: the demo, then the real viewer, stopped by Ctrl-C."""
+    port = _free_port()
+    url = f"sqlite:///{tmp_path}/view.db"
+    command = [str(Path(sys.executable).parent / "intentrace"), "demo", "--view"]
+    proc = subprocess.Popen(
+        [*command, "--ledger", url, "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        health = ""
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/_stcore/health", timeout=2
+                ) as response:
+                    health = response.read().decode()
+                    break
+            except OSError:
+                time.sleep(0.3)
+        assert health == "ok"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    assert f"Ledger: {url}" in out
+    assert f"intentrace viewer on http://127.0.0.1:{port}" in out
+    assert "Traceback" not in out

@@ -8,10 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from redaction import RedactionPolicy
+from tests.ledger.conftest import pg_schema_url
 from tracing import IntentRegistry
 from tracing import attributes as A
 from tracing._conventions import EventView, SpanView
@@ -88,10 +90,18 @@ def test_subagent_calls_find_their_parent_call_when_it_arrives_later() -> None:
     assert feed.internal_errors() == []
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh ledger: a SQLite file, or a new schema on the real PostgreSQL server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/l.db"
+    return pg_schema_url(request.getfixturevalue("postgres_url"))
+
+
 def test_session_and_activity_on_a_later_ancestor_move_calls_into_the_session(
-    tmp_path: Path,
+    store_url: str,
 ) -> None:
-    ledger = open_ledger(f"sqlite:///{tmp_path}/l.db")
+    ledger = open_ledger(store_url)
     try:
         feed = SpanFeed(ledger, policy=POLICY)
         feed.ingest(
