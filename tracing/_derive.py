@@ -17,8 +17,6 @@ from typing import Any, Final, Literal, Protocol, cast
 
 from tracing import attributes as A
 from tracing._conventions import (
-    ALL_ARGS_KEYS,
-    ALL_RESULT_KEYS,
     DEFAULT_CONVENTIONS,
     FULL_PARSE_MAX_CHARS,
     PREFIX_CHARS,
@@ -35,6 +33,7 @@ from tracing._conventions import (
     unwrap_args,
 )
 from tracing._intent import apply_outcome, read_intent, sanitize_label
+from tracing._redact import SpanRedactor, redact_span_data, safe_text, with_tag
 from tracing._status import frame_label
 from tracing.ledger._model import AnchorWrite
 
@@ -84,69 +83,6 @@ class CallContext:
     """The gate decided elsewhere (e.g. a learned call whose tool is label-bearing)."""
     timed_out: bool = False
     """A background call that never returned (also read from ``intentrace.timed_out``)."""
-
-
-# keys whose values are identifiers or enums: never scrubbed (a scrubber may take an id for a
-# secret), only checked for encodability
-_PLAIN_KEYS: Final = frozenset(
-    {
-        A.GEN_AI_OPERATION_NAME,
-        A.GEN_AI_TOOL_CALL_ID,
-        A.GEN_AI_TOOL_TYPE,
-        A.GEN_AI_CONVERSATION_ID,
-        A.GEN_AI_AGENT_ID,
-        A.GEN_AI_AGENT_NAME,
-        A.OPENINFERENCE_SPAN_KIND,
-        A.OI_TOOL_CALL_ID,
-        A.TRACELOOP_SPAN_KIND,
-        A.LANGFUSE_OBSERVATION_TYPE,
-        A.LANGFUSE_OBSERVATION_LEVEL,
-        A.SESSION_ID_KEY,
-        A.LANGFUSE_SESSION_ID,
-        A.TRACELOOP_SESSION_ID,
-        "input.mime_type",
-        "output.mime_type",
-        "logfire.json_schema",
-        "logfire.span_type",
-        "code.function",
-        "code.namespace",
-        "code.filepath",
-        "code.lineno",
-    }
-)
-# our keys: never copied from the input span (we write the resolved ones)
-_OURS: Final = frozenset(A.OURS)
-
-
-def safe_text(text: str) -> str:
-    """``text`` with lone surrogates replaced (they make the OTLP encoder fail a whole batch)."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-
-
-def _safe_value(value: Any) -> Any:
-    if isinstance(value, str):
-        return safe_text(value)
-    if isinstance(value, tuple | list):
-        items = cast("Sequence[Any]", value)
-        return tuple(safe_text(v) if isinstance(v, str) else v for v in items)
-    return value
-
-
-def _attr_value(value: Any) -> Any:
-    """A redacted value as a valid span attribute value."""
-    if value is None or isinstance(value, str | bool | int | float):
-        return _safe_value(value)
-    if isinstance(value, list | tuple) and all(
-        isinstance(v, str | bool | int | float) for v in cast("Sequence[Any]", value)
-    ):
-        return _safe_value(value)
-    return safe_text(to_json_text(value) or "")
 
 
 def is_label_bearing(
@@ -361,41 +297,6 @@ class DerivedCall:
     scrubbed: int
 
 
-@dataclass
-class _Redactor:
-    policy: PolicyLike
-    tool: str
-    agent: str | None
-    args_action: str
-    output_action: str
-    scrubbed: int = 0
-
-    def scrub(self, value: Any) -> Any:
-        result = self.policy.scrub(value)
-        self.scrubbed += len(result.trail)
-        return result.value
-
-    def args(self, value: Any) -> Any:
-        if self.args_action == "keep":
-            return self.scrub(value)
-        return self.policy.redact_call(tool_name=self.tool, agent_id=self.agent, args=value).args
-
-    def output(self, value: Any) -> Any:
-        if self.output_action == "keep":
-            return self.scrub(value)
-        red = self.policy.redact_call(tool_name=self.tool, agent_id=self.agent, output=value)
-        return red.output
-
-    def text(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.scrub(value) if value and not value.isdigit() else value
-        if isinstance(value, tuple | list):
-            return tuple(
-                self.scrub(v) if isinstance(v, str) else v for v in cast("Sequence[Any]", value)
-            )
-        return value
-
-
 def _ledger_args(redacted: Any, action: str, gate: bool) -> str | None:
     if redacted is None:
         return None
@@ -410,18 +311,6 @@ def _ledger_args(redacted: Any, action: str, gate: bool) -> str | None:
     if positional is not None:
         return to_json_text({"args": list(positional)})
     return to_json_text(redacted)
-
-
-def _with_tag(existing: Any, tag: str) -> tuple[str, ...]:
-    if isinstance(existing, str):
-        tags = [t.strip() for t in existing.split(",") if t.strip()]
-    elif isinstance(existing, list | tuple):
-        tags = [str(t) for t in cast("Sequence[Any]", existing)]
-    else:
-        tags = []
-    if tag not in tags:
-        tags.append(tag)
-    return tuple(tags)
 
 
 def derive_call(
@@ -481,47 +370,15 @@ def derive_call(
     label = frame_label(
         tool_name=shown_tool, status=status, intent=intent, outcome=outcome_v, timed_out=timed_out
     )
-    redactor = _Redactor(
+    redactor = SpanRedactor(
         policy, tool, agent, str(decision.args), str(decision.output), scrubbed=int(red.scrubbed)
     )
 
-    args_keys = set(ALL_ARGS_KEYS)
-    result_keys = set(ALL_RESULT_KEYS)
-    if convention is not None:
-        args_keys.update(convention.args_keys)
-        result_keys.update(convention.result_keys)
-    shaped: dict[str, Any] = {}
-    first_args: Any = None
-    first_result: Any = None
-    for key, value in attrs.items():
-        if key in _OURS:
-            if key in (A.BATCH_ID, A.LABEL_BEARING):
-                shaped[key] = value
-            continue
-        if key in args_keys:
-            out = _attr_value(redactor.args(value))
-            if first_args is None:
-                first_args = out
-        elif key in result_keys:
-            out = _attr_value(redactor.output(value))
-            if first_result is None:
-                first_result = out
-        elif key in _PLAIN_KEYS:
-            out = _safe_value(value)
-        else:
-            out = _safe_value(redactor.text(value))
-        shaped[key] = out
-
-    events: list[EventView] = []
-    for event in view.events:
-        if event.name == A.GEN_AI_TOOL_MESSAGE_EVENT:
-            convert = redactor.args
-        elif event.name == A.GEN_AI_CHOICE_EVENT:
-            convert = redactor.output
-        else:
-            convert = redactor.text
-        event_attrs = {k: _attr_value(convert(v)) for k, v in event.attributes.items()}
-        events.append(EventView(safe_text(event.name), event_attrs, event.time_ns))
+    extra_args = convention.args_keys if convention is not None else ()
+    extra_result = convention.result_keys if convention is not None else ()
+    shaped, events, first_args, first_result = redact_span_data(
+        view, redactor, args_keys=extra_args, result_keys=extra_result
+    )
     if first_args is None and facts.args is not None:
         first_args = redactor.args(facts.args)  # args found in an event
     if first_result is None and facts.result is not None:
@@ -572,7 +429,7 @@ def derive_call(
     shaped[A.REDACTION_INTENT_HIDDEN] = bool(raw_intent) and intent is None
     shaped[A.REDACTION_SCRUBBED] = redactor.scrubbed
     if intent and langfuse_tag:
-        shaped[A.LANGFUSE_TRACE_TAGS] = _with_tag(attrs.get(A.LANGFUSE_TRACE_TAGS), langfuse_tag)
+        shaped[A.LANGFUSE_TRACE_TAGS] = with_tag(attrs.get(A.LANGFUSE_TRACE_TAGS), langfuse_tag)
 
     live = status == "background"
     anchor["intent"] = intent

@@ -19,108 +19,28 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Final, Protocol
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
 
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
-from opentelemetry.trace import Status, StatusCode, format_span_id, format_trace_id
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from tracing import attributes as A
+from tracing._calls import CallTracker, LedgerSink
 from tracing._context import SESSION, SessionInfo
-from tracing._conventions import (
-    DEFAULT_CONVENTIONS,
-    Convention,
-    EventView,
-    SpanView,
-    ToolFacts,
-    is_model_span,
-    match_convention,
-    requested_calls,
-)
-from tracing._derive import (
-    CallContext,
-    Naming,
-    PolicyLike,
-    RegistryLike,
-    StartCall,
-    derive_call,
-    derive_start,
-    langfuse_attributes,
-    raw_intent_of,
-    safe_text,
-)
-from tracing._intent import IntentRegistry, default_registry, read_intent, sanitize_label
-from tracing._learn import MAX_TRACES, Pending, RequestedCalls
+from tracing._conventions import DEFAULT_CONVENTIONS, Convention, match_convention
+from tracing._derive import Naming, PolicyLike, RegistryLike
+from tracing._intent import IntentRegistry, default_registry
 from tracing._options import IntentOptions
-from tracing._status import default_label, frame_label
-from tracing.ledger._model import AnchorWrite
+from tracing._redact import safe_text
+from tracing._spans import copy_span, is_langfuse_processor, span_view
+
+__all__ = ["IntentSpanProcessor", "LedgerSink", "notify_background", "span_view"]
 
 logger = logging.getLogger("tracing.processor")
 
 _PROCESSORS: Final[weakref.WeakSet[IntentSpanProcessor]] = weakref.WeakSet()
 _MAX_ERRORS: Final = 100
-_MAX_SCOPES: Final = 200_000
-
-
-class LedgerSink(Protocol):
-    """Where anchors go (``tracing.ledger.Ledger`` satisfies it). Must not block or raise."""
-
-    def record(self, write: AnchorWrite) -> None: ...
-
-    def set_activity(
-        self, session_id: str, batch_id: str, label: str, *, turn: int | None = None
-    ) -> None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class _Scope:
-    """What descendants of a span inherit."""
-
-    session_id: str | None
-    agent_id: str | None
-    turn: int | None
-    call_id: str | None
-    """Anchor id of this span (when it is a tool span) or of its nearest tool ancestor."""
-    parent_call_id: str | None
-    """Anchor id of the nearest tool ancestor (excluding this span)."""
-
-
-@dataclass(slots=True)
-class _Live:
-    span: Span
-    facts: ToolFacts
-    ctx: CallContext
-    start: StartCall
-    pending: Pending | None = None
-    """The learned call this span was matched to by tool name and order (not by call id)."""
-    claimed: bool = False
-
-
-def span_view(span: ReadableSpan) -> SpanView:
-    """A :class:`SpanView` of an SDK span (live or ended)."""
-    ctx = span.context
-    parent = span.parent
-    scope = span.instrumentation_scope
-    return SpanView(
-        name=span.name,
-        attributes=span.attributes or {},
-        events=tuple(EventView(e.name, e.attributes or {}, e.timestamp) for e in span.events),
-        status_code=span.status.status_code.value,
-        status_message=span.status.description,
-        trace_id=format_trace_id(ctx.trace_id) if ctx is not None else None,
-        span_id=format_span_id(ctx.span_id) if ctx is not None else None,
-        parent_span_id=format_span_id(parent.span_id) if parent is not None else None,
-        start_ns=span.start_time,
-        end_ns=span.end_time,
-        resource=span.resource.attributes,
-        scope_name=scope.name if scope is not None else None,
-    )
-
-
-def _is_langfuse_processor(processor: SpanProcessor) -> bool:
-    return any(cls.__name__ == "LangfuseSpanProcessor" for cls in type(processor).__mro__)
 
 
 def _default_policy() -> PolicyLike:
@@ -174,12 +94,6 @@ class IntentSpanProcessor(SpanProcessor):
         self._langfuse: set[int] = {id(p) for p in langfuse_processors}
         for processor in (*processors, *langfuse_processors):
             self.add_processor(processor)
-        self._live: dict[int, _Live] = {}
-        self._scopes: dict[int, _Scope] = {}
-        self._requested = RequestedCalls()
-        self._background: dict[int, tuple[Span, float]] = {}
-        self._activity_seen: set[int] = set()
-        self._by_name: dict[int, list[_Live]] = {}
         self._counts: dict[str, int] = {}
         self._errors: deque[tuple[str, str]] = deque(maxlen=_MAX_ERRORS)
         self._logged: set[str] = set()
@@ -191,6 +105,16 @@ class IntentSpanProcessor(SpanProcessor):
         self._worker: threading.Thread | None = None
         self._pid = os.getpid()
         self._shutdown = False
+        self._calls = CallTracker(
+            self,
+            policy=self._policy,
+            registry=self._registry,
+            ledger=ledger,
+            options=self._options,
+            naming=self._naming,
+            langfuse_tag=self._tag,
+            conventions=self._conventions,
+        )
         _PROCESSORS.add(self)
 
     # ----------------------------------------------------------------------------- wrapping
@@ -211,16 +135,22 @@ class IntentSpanProcessor(SpanProcessor):
             if any(p is processor for p in self._processors):
                 return
             self._processors = (*self._processors, processor)
-            if langfuse or (langfuse is None and _is_langfuse_processor(processor)):
+            if langfuse or (langfuse is None and is_langfuse_processor(processor)):
                 self._langfuse.add(id(processor))
 
+    @property
+    def has_langfuse(self) -> bool:
+        return bool(self._langfuse)
+
     # ----------------------------------------------------------------------------- errors
-    def _count(self, key: str, n: int = 1) -> None:
+    def count(self, key: str, n: int = 1) -> None:
+        """Add to a counter (see ``stats()``)."""
         with self._small:
             self._counts[key] = self._counts.get(key, 0) + n
 
-    def _fail(self, where: str, exc: BaseException) -> None:
-        self._count("internal_errors")
+    def fail(self, where: str, exc: BaseException) -> None:
+        """Record an internal error: counted, kept for tests, logged once per place."""
+        self.count("internal_errors")
         self._errors.append((where, f"{type(exc).__name__}: {exc}"))
         if where not in self._logged:
             self._logged.add(where)
@@ -230,8 +160,8 @@ class IntentSpanProcessor(SpanProcessor):
         """Counters: tool spans, named at start/settle, learned/matched calls, dropped, errors..."""
         with self._small:
             counts = dict(self._counts)
-        counts["live_calls"] = len(self._live)
-        counts["background_calls"] = len(self._background)
+        counts["live_calls"] = self._calls.live_calls
+        counts["background_calls"] = self._calls.background_calls
         counts["queue_depth"] = self._pending
         return counts
 
@@ -241,7 +171,7 @@ class IntentSpanProcessor(SpanProcessor):
 
     # ----------------------------------------------------------------------------- hooks
     # The app thread only stamps the session and enqueues; everything else happens in
-    # ``_handle``, one item at a time, in the processor's thread (or inline, under the lock,
+    # the ``CallTracker``, one item at a time, in the processor's thread (or inline, under the lock,
     # with ``in_thread=False``). One FIFO queue keeps the order that matters: a model span's
     # end (learning its calls) before the tool spans it requested start, a span's start
     # before its end, a parent's start before its children's.
@@ -253,29 +183,29 @@ class IntentSpanProcessor(SpanProcessor):
                 self._stamp_session(span, session)
             self._submit(("start", span, session))
         except Exception as exc:
-            self._fail("on_start", exc)
+            self.fail("on_start", exc)
         for processor in self._processors:
             try:
                 processor.on_start(span, parent_context=parent_context)
             except Exception as exc:
-                self._fail(f"{type(processor).__name__}.on_start", exc)
+                self.fail(f"{type(processor).__name__}.on_start", exc)
 
     def _on_ending(self, span: Span) -> None:
         for processor in self._processors:
             try:
                 processor._on_ending(span)  # pyright: ignore[reportPrivateUsage]
             except Exception as exc:
-                self._fail(f"{type(processor).__name__}._on_ending", exc)
+                self.fail(f"{type(processor).__name__}._on_ending", exc)
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
             self._submit(("end", span))
         except Exception as exc:  # could not even enqueue: export the span as it is
-            self._fail("on_end", exc)
+            self.fail("on_end", exc)
             if match_convention(span.name, span.attributes or {}, self._conventions) is None:
-                self._forward_plain(span)
+                self.forward_plain(span)
             else:
-                self._count("dropped")
+                self.count("dropped")
 
     def mark_background(self, span: Span, timeout_s: float | None = None) -> bool:
         """A live tool span was dispatched to the background: frame it, keep it in flight.
@@ -314,7 +244,7 @@ class IntentSpanProcessor(SpanProcessor):
             return
         self._ensure_worker()
         if self._pending >= self._options.max_queue:  # back-pressure, never a drop
-            self._count("waited_for_queue")
+            self.count("waited_for_queue")
             with self._room:
                 while self._pending >= self._options.max_queue and self._worker_alive():
                     self._room.wait(0.05)
@@ -327,13 +257,15 @@ class IntentSpanProcessor(SpanProcessor):
             try:
                 kind = item[0]
                 if kind == "start":
-                    self._handle_start(item[1], item[2])
+                    self._calls.start(item[1], item[2])
                 elif kind == "end":
-                    self._handle_end(item[1])
+                    span_id = item[1].context.span_id if item[1].context is not None else 0
+                    self._seen.discard(span_id)
+                    self._calls.end(item[1])
                 elif kind == "background":
-                    self._handle_background(item[1], item[2])
+                    self._calls.background(item[1], item[2])
             except Exception as exc:
-                self._fail(f"handle {item[0]}", exc)
+                self.fail(f"handle {item[0]}", exc)
 
     def _worker_alive(self) -> bool:
         return self._worker is not None and self._worker.is_alive()
@@ -370,325 +302,25 @@ class IntentSpanProcessor(SpanProcessor):
                     item.set()
                 elif item == "stop":
                     return
-                timeout = self._reap()
+                timeout = self._calls.reap()
             except Exception as exc:  # never let the thread die
-                self._fail("processor thread", exc)
+                self.fail("processor thread", exc)
 
-    # ----------------------------------------------------------------------------- start
-    def _handle_start(self, span: Span, session: SessionInfo | None) -> None:
-        context = span.context
-        if context is None:
-            return
-        attrs: Mapping[str, Any] = span.attributes or {}
-        parent = span.parent
-        inherited = self._scopes.get(parent.span_id) if parent is not None else None
-        session_id = session.session_id if session else None
-        agent_id = session.agent_id if session else None
-        turn = session.turn if session else None
-        if inherited is not None:
-            session_id = session_id or inherited.session_id
-            agent_id = agent_id or inherited.agent_id
-            turn = turn if turn is not None else inherited.turn
-
-        if A.ACTIVITY in attrs:
-            self._activity(span, attrs, session_id, turn)
-            self._activity_seen.add(context.span_id)
-
-        name = span.name
-        convention = match_convention(name, attrs, self._conventions)
-        learned_ok = self._options.learn_from_model_spans and self._requested.has(context.trace_id)
-        pending: Pending | None = None
-        facts: ToolFacts | None = None
-        view: SpanView | None = None
-        if convention is not None:
-            view = span_view(span)
-            facts = convention.facts(view)
-            if learned_ok:
-                pending = self._requested.take(
-                    context.trace_id, call_id=facts.call_id, tool_name=facts.tool_name
-                )
-        elif learned_ok:
-            # instrumentations that start tool spans with no attributes, named by the tool
-            pending = self._requested.take(context.trace_id, call_id=None, tool_name=name)
-            if pending is not None:
-                view = span_view(span)
-                facts = ToolFacts(
-                    convention="learned", tool_name=pending.tool_name, call_id=pending.call_id
-                )
-        parent_call = inherited.call_id if inherited is not None else None
-        if facts is None or view is None:
-            if session_id or agent_id or turn is not None or parent_call:
-                self._scope(
-                    context.span_id, _Scope(session_id, agent_id, turn, parent_call, parent_call)
-                )
-            return
-
-        self._count("tool_spans_started")
-        if pending is not None:
-            self._count("learned_matched")
-        ctx = CallContext(
-            session_id=session_id,
-            agent_id=agent_id,
-            turn=turn,
-            parent_call_id=parent_call,
-            call_id=pending.call_id if pending is not None else None,
-            learned_intent=pending.raw_intent if pending is not None else None,
-            batch_id=pending.batch_id if pending is not None else None,
-        )
-        start = derive_start(
-            view, facts, policy=self._policy, registry=self._registry, ctx=ctx, naming=self._naming
-        )
-        ctx = replace(ctx, call_id=start.call_id)
-        by_name = pending is not None and not (
-            convention is not None and facts.call_id and facts.call_id == pending.call_id
-        )
-        live = _Live(span, facts, ctx, start, pending if by_name else None)
-        self._live[context.span_id] = live
-        if by_name:
-            self._by_name.setdefault(context.trace_id, []).append(live)
-            while len(self._by_name) > MAX_TRACES:
-                del self._by_name[next(iter(self._by_name))]
-        self._scope(context.span_id, _Scope(session_id, agent_id, turn, start.call_id, parent_call))
-        if start.name is not None:
-            self._count("named_at_start")  # the label was known at start (in-flight anchor)
-        if span.end_time is None:  # (in the processor's thread it may have ended already)
-            marks: dict[str, Any] = {A.TOOL_CALL_ID: start.call_id, A.LABEL: start.label}
-            if start.intent:
-                marks[A.INTENT] = start.intent
-            if start.name is not None:
-                marks[A.ORIGINAL_NAME] = safe_text(self._policy.scrub_text(name))
-                span.update_name(start.name)
-                self._count("renamed_live")
-            span.set_attributes(marks)
-        self._record(start.anchor.copy())  # the ledger owns the dict it gets
-
-    def _scope(self, span_id: int, scope: _Scope) -> None:
-        if len(self._scopes) >= _MAX_SCOPES:  # spans that never end: forget the oldest
-            del self._scopes[next(iter(self._scopes))]
-        self._scopes[span_id] = scope
-
-    def _activity(
-        self, span: ReadableSpan, attrs: Mapping[str, Any], session_id: str | None, turn: int | None
-    ) -> None:
-        label = attrs.get(A.ACTIVITY)
-        context = span.context
-        if not isinstance(label, str) or not label or self._ledger is None or context is None:
-            return
-        shown = sanitize_label(self._policy.scrub_text(label))
-        if shown:
-            try:
-                self._ledger.set_activity(
-                    session_id or "", format_span_id(context.span_id), shown, turn=turn
-                )
-            except Exception as exc:
-                self._fail("ledger.set_activity", exc)
-
-    def _record(self, write: AnchorWrite) -> None:
-        if self._ledger is None:
-            return
-        try:
-            self._ledger.record(write)
-        except Exception as exc:
-            self._fail("ledger.record", exc)
-
-    # ----------------------------------------------------------------------------- background
-    def _handle_background(self, span: Span, timeout_s: float) -> None:
-        context = span.context
-        live = self._live.get(context.span_id) if context is not None else None
-        if live is None or context is None or span.end_time is not None:
-            return
-        start = live.start
-        label = frame_label(
-            tool_name=start.anchor["tool_name"], status="background", intent=start.intent
-        )
-        if self._naming == "intent" and start.intent:
-            span.update_name(label)
-        span.set_attributes({A.BACKGROUND: True, A.LABEL: label})
-        anchor = start.anchor.copy()
-        anchor["status"] = "background"
-        anchor["label"] = label
-        self._record(anchor)
-        self._background[context.span_id] = (span, time.monotonic() + timeout_s)
-        self._count("background_dispatched")
-
-    def _reap(self) -> float | None:
-        """End overdue background calls; returns seconds until the next deadline."""
-        if not self._background:
-            return None
-        now = time.monotonic()
-        due = [(sid, s) for sid, (s, deadline) in list(self._background.items()) if deadline <= now]
-        for span_id, span in due:
-            self._background.pop(span_id, None)
-            try:
-                if span.end_time is None:
-                    span.set_attribute(A.TIMED_OUT, True)
-                    span.set_status(Status(StatusCode.ERROR, "background call timed out"))
-                    self._count("background_timed_out")
-                    span.end()  # its end item is queued behind us
-            except Exception as exc:
-                self._fail("reap", exc)
-        deadlines = [d for _, d in self._background.values()]
-        return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
-
-    # ----------------------------------------------------------------------------- end
-    def _handle_end(self, span: ReadableSpan) -> None:
-        context = span.context
-        span_id = context.span_id if context is not None else 0
-        self._seen.discard(span_id)
-        live = self._live.pop(span_id, None)
-        scope = self._scopes.pop(span_id, None)
-        self._background.pop(span_id, None)
-        reported = span_id in self._activity_seen
-        self._activity_seen.discard(span_id)
-        attrs: Mapping[str, Any] = span.attributes or {}
-        if self._options.learn_from_model_spans and context is not None and is_model_span(attrs):
-            self._learn(context.trace_id, span_id, attrs)
-        convention = match_convention(span.name, attrs, self._conventions)
-        if live is None and convention is None:
-            if A.ACTIVITY in attrs and not reported:
-                self._activity(
-                    span, attrs, scope.session_id if scope else None, scope.turn if scope else None
-                )
-            self._forward_plain(span)
-            return
-        self._settle(span, live, scope, convention)
-
-    def _learn(self, trace_id: int, span_id: int, attrs: Mapping[str, Any]) -> None:
-        try:
-            calls = requested_calls(attrs)
-            if calls:
-                added = self._requested.add(
-                    trace_id, calls, read_intent, batch_id=format_span_id(span_id)
-                )
-                self._count("learned_calls", added)
-        except Exception as exc:
-            self._fail("learn", exc)
-
-    def _forward_plain(self, span: ReadableSpan) -> None:
+    # ----------------------------------------------------------------------------- export
+    def forward_plain(self, span: ReadableSpan) -> None:
+        """Export a span as it is (its name made safe for the OTLP encoder)."""
         name = span.name
         if not name.isascii() and safe_text(name) != name:
-            span = _copy(span, name=safe_text(name))
-        self._forward(span, span)
+            span = copy_span(span, name=safe_text(name))
+        self.forward(span, span)
 
-    def _forward(self, span: ReadableSpan, langfuse_span: ReadableSpan) -> None:
+    def forward(self, span: ReadableSpan, langfuse_span: ReadableSpan) -> None:
+        """Hand a shaped copy to every wrapped processor (Langfuse ones get theirs)."""
         for processor in self._processors:
             try:
                 processor.on_end(langfuse_span if id(processor) in self._langfuse else span)
             except Exception as exc:
-                self._fail(f"{type(processor).__name__}.on_end", exc)
-
-    def _settle(
-        self,
-        span: ReadableSpan,
-        live: _Live | None,
-        scope: _Scope | None,
-        convention: Convention | None,
-    ) -> None:
-        try:
-            view = span_view(span)
-            if live is not None:
-                ctx = live.ctx
-            else:
-                ctx = CallContext(
-                    session_id=scope.session_id if scope else None,
-                    agent_id=scope.agent_id if scope else None,
-                    turn=scope.turn if scope else None,
-                    parent_call_id=scope.parent_call_id if scope else None,
-                )
-            facts = convention.facts(view) if convention is not None else None
-            if facts is None and live is not None:
-                facts = live.facts
-            if facts is None:
-                self._forward_plain(span)
-                return
-            if live is not None and live.pending is not None:
-                ctx = self._reconcile(live, facts, span)
-            derived = derive_call(
-                view,
-                policy=self._policy,
-                facts=facts,
-                registry=self._registry,
-                ctx=ctx,
-                naming=self._naming,
-                langfuse_tag=self._tag,
-            )
-        except Exception as exc:
-            # redaction could not run (RedactionError) or a bug: fail closed
-            self._count("dropped")
-            self._fail("settle", exc)
-            if live is not None:
-                self._settle_minimal(span, live)
-            return
-        if derived is None:
-            self._forward_plain(span)
-            return
-        self._count("tool_spans_settled")
-        if derived.renamed and (live is None or live.start.name is None):
-            self._count("named_at_settle")
-        try:
-            shaped = _copy(
-                span,
-                name=derived.name,
-                attributes=derived.attributes,
-                events=derived.events,
-                status_message=derived.status_message,
-            )
-            for_langfuse = shaped
-            if self._langfuse:
-                for_langfuse = _copy(shaped, attributes=langfuse_attributes(derived))
-        except Exception as exc:
-            self._count("dropped")
-            self._fail("shape", exc)
-            return
-        self._record(derived.anchor)
-        self._forward(shaped, for_langfuse)
-
-    def _reconcile(self, live: _Live, facts: ToolFacts, span: ReadableSpan) -> CallContext:
-        """A span matched to a learned call by tool name may have got a sibling's call (parallel
-        calls of one tool start in any order). Its own args, known now, tell which one it was:
-        take that call's id and intent, and give ours to the sibling still waiting for it."""
-        own = raw_intent_of(facts, gate=True, full=True)
-        context = span.context
-        trace_id = context.trace_id if context is not None else 0
-        live.claimed = True
-        mine = live.pending
-        siblings = self._by_name.get(trace_id, [])
-        if mine is not None and own and own != mine.raw_intent:
-            for other in siblings:
-                theirs = other.pending
-                if (
-                    other is not live
-                    and not other.claimed
-                    and theirs is not None
-                    and theirs.tool_name == mine.tool_name
-                    and theirs.raw_intent == own
-                ):
-                    other.pending, live.pending = mine, theirs
-                    other.ctx = _with_learned(other.ctx, mine)
-                    live.ctx = _with_learned(live.ctx, theirs)
-                    self._count("learned_reassigned")
-                    break
-            else:  # the call it really was has not started yet: trade with the queue
-                theirs = self._requested.exchange(trace_id, mine, own)
-                if theirs is not None:
-                    live.pending = theirs
-                    live.ctx = _with_learned(live.ctx, theirs)
-                    self._count("learned_reassigned")
-        if live in siblings:
-            siblings.remove(live)
-        if not siblings:
-            self._by_name.pop(trace_id, None)
-        return live.ctx
-
-    def _settle_minimal(self, span: ReadableSpan, live: _Live) -> None:
-        """Redaction failed: settle the in-flight anchor with nothing model- or tool-written."""
-        status = "error" if span.status.status_code == StatusCode.ERROR else "success"
-        write = live.start.anchor.copy()
-        write["status"] = status
-        write["label"] = default_label(write["tool_name"], status)
-        write["intent"] = None
-        write["end_ns"] = span.end_time
-        self._record(write)
+                self.fail(f"{type(processor).__name__}.on_end", exc)
 
     # ----------------------------------------------------------------------------- lifecycle
     def _drain(self, timeout_s: float) -> bool:
@@ -706,7 +338,7 @@ class IntentSpanProcessor(SpanProcessor):
             try:
                 ok = processor.force_flush(remaining) and ok
             except Exception as exc:
-                self._fail(f"{type(processor).__name__}.force_flush", exc)
+                self.fail(f"{type(processor).__name__}.force_flush", exc)
                 ok = False
         return ok
 
@@ -723,47 +355,7 @@ class IntentSpanProcessor(SpanProcessor):
             try:
                 processor.shutdown()
             except Exception as exc:
-                self._fail(f"{type(processor).__name__}.shutdown", exc)
-
-
-def _with_learned(ctx: CallContext, pending: Pending) -> CallContext:
-    if pending.call_id:
-        return replace(ctx, call_id=pending.call_id, learned_intent=pending.raw_intent)
-    return replace(ctx, learned_intent=pending.raw_intent)
-
-
-def _copy(
-    span: ReadableSpan,
-    *,
-    name: str | None = None,
-    attributes: Mapping[str, Any] | None = None,
-    events: Sequence[EventView] | None = None,
-    status_message: str | None = None,
-) -> ReadableSpan:
-    """A new ``ReadableSpan`` like ``span`` with some parts replaced."""
-    status = span.status
-    if status_message is not None or events is not None:
-        status = (
-            Status(StatusCode.ERROR, status_message)
-            if status.status_code == StatusCode.ERROR
-            else Status(status.status_code)
-        )
-    return ReadableSpan(
-        name=name if name is not None else span.name,
-        context=span.context,
-        parent=span.parent,
-        resource=span.resource,
-        attributes=dict(attributes) if attributes is not None else span.attributes,
-        events=tuple(Event(e.name, dict(e.attributes), e.time_ns) for e in events)
-        if events is not None
-        else span.events,
-        links=span.links,
-        kind=span.kind,
-        status=status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
+                self.fail(f"{type(processor).__name__}.shutdown", exc)
 
 
 def notify_background(span: Span, timeout_s: float | None = None) -> bool:

@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import Tracer, format_span_id, format_trace_id
 
+from tracing._conventions import DEFAULT_CONVENTIONS, Convention
 from tracing._derive import PolicyLike, RegistryLike
 from tracing._options import IntentOptions
 from tracing._processor import IntentSpanProcessor
@@ -224,6 +225,7 @@ def capture(
     options: IntentOptions | None = None,
     ledger: RecordingLedger | None = None,
     processors: Sequence[SpanProcessor] = (),
+    conventions: Sequence[Convention] = DEFAULT_CONVENTIONS,
 ) -> Capture:
     """A ``TracerProvider`` (sequential ids) → ``IntentSpanProcessor`` → in-memory exporter."""
     exporter = InMemorySpanExporter()
@@ -235,6 +237,7 @@ def capture(
         registry=registry,
         ledger=sink,
         options=options,
+        conventions=conventions,
     )
     provider = TracerProvider(id_generator=SequentialIdGenerator())
     provider.add_span_processor(processor)

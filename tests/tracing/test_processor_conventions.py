@@ -140,8 +140,7 @@ def test_user_convention_first() -> None:
         result_keys=("acme.result",),
     )
     secret = "sk-live-0123456789abcdefghijklmnopqrstuv"
-    cap = capture(registry=REGISTRY)
-    cap.processor._conventions = (mine, *DEFAULT_CONVENTIONS)  # pyright: ignore[reportPrivateUsage]
+    cap = capture(registry=REGISTRY, conventions=(mine, *DEFAULT_CONVENTIONS))
     with cap:
         _end_only(
             cap,

@@ -1,0 +1,169 @@
+"""Tool-call args and results as conventions keep them: JSON text (possibly truncated), or
+wrapped ``{"args": [...], "kwargs": {...}}``; the intent in a prefix; outcomes in results.
+
+Pure functions, never parsing more than they need. No OpenTelemetry import here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, cast
+
+import jiter
+
+PREFIX_CHARS: Final = 8192
+"""How much of a JSON text is parsed to find the intent (it is written first)."""
+FULL_PARSE_MAX_CHARS: Final = 4_000_000
+"""Larger texts are never fully parsed (only their prefix)."""
+
+
+def parse_json(value: Any, *, max_chars: int | None = None) -> Any:
+    """Parse JSON text (``str``/``bytes``), tolerating truncation; other values pass through.
+
+    With ``max_chars`` only that prefix is parsed (incomplete trailing strings are dropped, so
+    a string present in the result is complete). Returns None when the text is not JSON.
+    """
+    if not isinstance(value, str | bytes):
+        return value
+    text = value
+    if max_chars is not None and len(text) > max_chars:
+        text = text[:max_chars]
+    elif max_chars is None and len(text) > FULL_PARSE_MAX_CHARS:
+        text = text[:FULL_PARSE_MAX_CHARS]
+    stripped = text.lstrip()
+    if not stripped or stripped[:1] not in ("{", "[", b"{", b"["):
+        return None
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    try:
+        return jiter.from_json(data, partial_mode=True)
+    except ValueError:
+        try:
+            return json.loads(text, strict=False)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return None
+
+
+def unwrap_args(parsed: Any) -> tuple[Mapping[str, Any] | None, Sequence[Any] | None]:
+    """The keyword and positional args of a parsed args value.
+
+    Conventions wrap them as ``{"kwargs": {...}}`` or ``{"args": [...], "kwargs": {...}}``
+    (OpenInference, Traceloop, Langfuse); a bare object is the keyword args; a list the
+    positional ones.
+    """
+    if isinstance(parsed, Mapping):
+        mapping = cast("Mapping[str, Any]", parsed)
+        keys = set(mapping)
+        if keys and keys <= {"args", "kwargs"}:
+            kwargs = mapping.get("kwargs")
+            args = mapping.get("args")
+            kw = cast("Mapping[str, Any]", kwargs) if isinstance(kwargs, Mapping) else None
+            pos = cast("Sequence[Any]", args) if isinstance(args, list | tuple) else None
+            if kw is not None or pos is not None:
+                return kw, pos
+        return mapping, None
+    if isinstance(parsed, list | tuple):
+        return None, cast("Sequence[Any]", parsed)
+    return None, None
+
+
+def args_mapping(raw: Any, *, max_chars: int | None = None) -> Mapping[str, Any] | None:
+    """The keyword args of a raw args value (parsed, unwrapped), or None."""
+    kwargs, _ = unwrap_args(parse_json(raw, max_chars=max_chars))
+    return kwargs
+
+
+def intent_candidate(
+    raw: Any, *, read: Callable[[Any], str | None], max_chars: int | None = PREFIX_CHARS
+) -> str | None:
+    """The raw intent text in a raw args value, or None. Never raises.
+
+    ``read`` is ``tracing.read_intent`` (what counts as an intent is decided there). JSON text
+    is parsed only up to ``max_chars`` (the intent is the first property, so a 400 KB args
+    text costs what a 1 KB one does); a positional first string counts when the args are
+    wrapped ``{"args": [...]}`` (Langfuse ``@observe`` of ``def tool(intent, ...)``).
+    Callers apply the label-bearing gate.
+    """
+    try:
+        if raw is None:
+            return None
+        if isinstance(raw, str | bytes):
+            text = raw
+            head = text.lstrip()[:1]
+            if head in ("{", b"{"):
+                # fast path: a bare object whose first key is the intent
+                found = read(text[:max_chars] if max_chars is not None else text)
+                if found:
+                    return found
+        kwargs, positional = unwrap_args(parse_json(raw, max_chars=max_chars))
+        if kwargs is not None:
+            found = read(kwargs)
+            if found:
+                return found
+        if positional:
+            first = positional[0]
+            if isinstance(first, str) and first.strip():
+                return first
+            if isinstance(first, Mapping):
+                return read(cast("Mapping[str, Any]", first))
+        return None
+    except Exception:
+        return None
+
+
+def _payloads(parsed: Any, depth: int = 0) -> list[Mapping[str, Any]]:
+    """The mapping a result is, and those inside message envelopes: ``{"content": "<json>"}``,
+    ``{"data": {"content": ...}}`` (LangChain messages), ``{"kwargs": {"content": ...}}``,
+    MCP ``{"content": [{"type": "text", "text": "<json>"}]}``."""
+    if depth > 3:
+        return []
+    if isinstance(parsed, list):
+        out: list[Mapping[str, Any]] = []
+        for item in cast("list[Any]", parsed)[:8]:
+            if isinstance(item, Mapping):
+                text = cast("Mapping[str, Any]", item).get("text")
+                if isinstance(text, str):
+                    out.extend(_payloads(parse_json(text), depth + 1))
+        return out
+    if not isinstance(parsed, Mapping):
+        return []
+    mapping = cast("Mapping[str, Any]", parsed)
+    found = [mapping]
+    for key in ("data", "kwargs"):
+        inner = mapping.get(key)
+        if isinstance(inner, Mapping):
+            found.extend(_payloads(inner, depth + 1))
+    content = mapping.get("content")
+    if isinstance(content, str):
+        found.extend(_payloads(parse_json(content), depth + 1))
+    elif isinstance(content, list):
+        found.extend(_payloads(content, depth + 1))
+    return found
+
+
+def result_outcome(raw: Any) -> tuple[str | None, Mapping[str, Any] | None]:
+    """``(outcome, outcome_patch)`` from a tool result that carries them (JSON or mapping),
+    also inside a message envelope (LangChain ``ToolMessage``, MCP text content)."""
+    for mapping in _payloads(parse_json(raw, max_chars=FULL_PARSE_MAX_CHARS)):
+        outcome = mapping.get("outcome")
+        patch = mapping.get("outcome_patch")
+        if (isinstance(outcome, str) and outcome) or isinstance(patch, Mapping):
+            return (
+                outcome if isinstance(outcome, str) and outcome else None,
+                cast("Mapping[str, Any]", patch) if isinstance(patch, Mapping) else None,
+            )
+    return None, None
+
+
+def to_json_text(value: Any) -> str | None:
+    """A value as JSON text for the ledger (strings pass through as they are)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return str(value)
