@@ -93,6 +93,9 @@ class _Reply(Exception):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # headers and body go out in two writes: with Nagle's algorithm on, the body would wait
+    # for the client's delayed ACK (~40 ms per request)
+    disable_nagle_algorithm = True
     server_version = "intentrace-collect"
     sys_version = ""
 
