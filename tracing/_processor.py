@@ -12,6 +12,7 @@ for tests (``internal_errors()``). A tool span whose redaction fails is dropped 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import queue
@@ -79,6 +80,8 @@ class IntentSpanProcessor(SpanProcessor):
         langfuse_processors: Iterable[SpanProcessor] = (),
     ) -> None:
         self._options = options or IntentOptions()
+        self._in_thread = self._options.in_thread
+        self._max_queue = max(1, self._options.max_queue)
         self._naming: Naming = self._options.resolved_naming()
         self._tag = self._options.resolved_langfuse_tag()
         self._policy: PolicyLike = policy if policy is not None else _default_policy()
@@ -98,12 +101,16 @@ class IntentSpanProcessor(SpanProcessor):
         self._errors: deque[tuple[str, str]] = deque(maxlen=_MAX_ERRORS)
         self._logged: set[str] = set()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._pending = 0
+        self._puts = itertools.count(1)
+        self._put = 0
+        """Items enqueued so far (``next(self._puts)`` is atomic: no lock on the app thread)."""
+        self._done = 0
+        """Items handled so far (written by the processor's thread only)."""
         self._room = threading.Condition(self._small)
-        self._seen: set[int] = set()
-        """Span ids started and not yet ended (for ``mark_background``)."""
         self._worker: threading.Thread | None = None
-        self._pid = os.getpid()
+        if hasattr(os, "register_at_fork"):
+            weak = weakref.WeakMethod(self._after_fork)
+            os.register_at_fork(after_in_child=lambda: (m := weak()) and m())  # type: ignore[func-returns-value]
         self._shutdown = False
         self._calls = CallTracker(
             self,
@@ -162,7 +169,7 @@ class IntentSpanProcessor(SpanProcessor):
             counts = dict(self._counts)
         counts["live_calls"] = self._calls.live_calls
         counts["background_calls"] = self._calls.background_calls
-        counts["queue_depth"] = self._pending
+        counts["queue_depth"] = max(0, self._put - self._done)
         return counts
 
     def internal_errors(self) -> list[tuple[str, str]]:
@@ -212,10 +219,9 @@ class IntentSpanProcessor(SpanProcessor):
 
         It settles when it ends (the harvest); if it is still live after ``timeout_s``
         (default ``options.background_timeout_s``) it ends as an error (``· timed out``).
-        Returns False when this processor did not see the span start.
+        Returns False when the span has no context or the processor is shut down.
         """
-        context = span.context
-        if context is None or context.span_id not in self._seen:
+        if span.context is None or self._shutdown:
             return False
         limit = timeout_s if timeout_s is not None else self._options.background_timeout_s
         self._submit(("background", span, limit))
@@ -235,21 +241,18 @@ class IntentSpanProcessor(SpanProcessor):
 
     # ----------------------------------------------------------------------------- the queue
     def _submit(self, item: tuple[Any, ...]) -> None:
-        if item[0] == "start":
-            context = item[1].context
-            if context is not None:
-                self._seen.add(context.span_id)
-        if not self._options.in_thread:
+        # the app thread's whole share of the work: a counter and a put
+        if not self._in_thread:
             self._process(item)
             return
-        self._ensure_worker()
-        if self._pending >= self._options.max_queue:  # back-pressure, never a drop
+        if self._worker is None:
+            self._ensure_worker()
+        self._put = put = next(self._puts)
+        if put - self._done > self._max_queue:  # back-pressure, never a drop
             self.count("waited_for_queue")
             with self._room:
-                while self._pending >= self._options.max_queue and self._worker_alive():
+                while self._put - self._done > self._max_queue and self._worker_alive():
                     self._room.wait(0.05)
-        with self._small:
-            self._pending += 1
         self._queue.put(item)
 
     def _process(self, item: tuple[Any, ...]) -> None:
@@ -259,8 +262,6 @@ class IntentSpanProcessor(SpanProcessor):
                 if kind == "start":
                     self._calls.start(item[1], item[2])
                 elif kind == "end":
-                    span_id = item[1].context.span_id if item[1].context is not None else 0
-                    self._seen.discard(span_id)
                     self._calls.end(item[1])
                 elif kind == "background":
                     self._calls.background(item[1], item[2])
@@ -270,16 +271,20 @@ class IntentSpanProcessor(SpanProcessor):
     def _worker_alive(self) -> bool:
         return self._worker is not None and self._worker.is_alive()
 
+    def _after_fork(self) -> None:
+        """In a forked child the thread did not survive: start afresh on first use."""
+        self._queue = queue.SimpleQueue()
+        self._puts = itertools.count(1)
+        self._put = self._done = 0
+        self._worker = None
+        self._lock = threading.RLock()
+        self._small = threading.Lock()
+        self._room = threading.Condition(self._small)
+
     def _ensure_worker(self) -> None:
-        if self._worker_alive() and self._pid == os.getpid():
-            return
         with self._small:
-            if self._worker_alive() and self._pid == os.getpid():
+            if self._worker_alive():
                 return
-            if self._pid != os.getpid():  # forked: the queue and its thread stayed behind
-                self._pid = os.getpid()
-                self._queue = queue.SimpleQueue()
-                self._pending = 0
             self._worker = threading.Thread(
                 target=self._run, name="intentrace-processor", daemon=True
             )
@@ -295,9 +300,10 @@ class IntentSpanProcessor(SpanProcessor):
             try:
                 if isinstance(item, tuple):
                     self._process(item)  # pyright: ignore[reportUnknownArgumentType]
-                    with self._room:
-                        self._pending -= 1
-                        self._room.notify_all()
+                    self._done += 1
+                    if self._put - self._done >= self._max_queue:
+                        with self._room:
+                            self._room.notify_all()
                 elif isinstance(item, threading.Event):
                     item.set()
                 elif item == "stop":
