@@ -44,6 +44,22 @@ _PROCESSORS: Final[weakref.WeakSet[IntentSpanProcessor]] = weakref.WeakSet()
 _MAX_ERRORS: Final = 100
 
 
+_THREAD_NAME: Final = "intentrace-processor"
+
+
+class _EndedSpanRace(logging.Filter):
+    """Our thread renames live spans; one may end between our check and the call. The SDK then
+    warns; that race is expected and harmless, so its warnings from our thread are dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (
+            threading.current_thread().name == _THREAD_NAME and "ended span" in str(record.msg)
+        )
+
+
+logging.getLogger("opentelemetry.sdk.trace").addFilter(_EndedSpanRace())
+
+
 def _default_policy() -> PolicyLike:
     from redaction import RedactionPolicy
 
@@ -285,9 +301,7 @@ class IntentSpanProcessor(SpanProcessor):
         with self._small:
             if self._worker_alive():
                 return
-            self._worker = threading.Thread(
-                target=self._run, name="intentrace-processor", daemon=True
-            )
+            self._worker = threading.Thread(target=self._run, name=_THREAD_NAME, daemon=True)
             self._worker.start()
 
     def _run(self) -> None:
