@@ -39,7 +39,7 @@ def _print(lines: list[str]) -> None:
                 text = Text(line, style=style)  # model-written text: never markup
                 for mark, colour in (("✓", "green"), ("✗", "red"), ("⊘", "yellow")):
                     text.highlight_words([f" {mark} "], style=colour)
-                console.print(text)
+                console.print(text, soft_wrap=True)
             return
     for line in lines:
         click.echo(line)
