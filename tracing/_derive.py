@@ -217,7 +217,12 @@ def _anchor_base(
         "tool_name": tool,
         "status": status,
         "label": label,
-        "session_id": ctx.session_id or facts.session_id or "",
+    }
+    # What this span does not know is left out, not written as NULL: another writer of the
+    # same call (a stream tap in this process, a processor elsewhere) may know it, and a
+    # ledger write overwrites every column it carries.
+    known: dict[str, Any] = {
+        "session_id": ctx.session_id or facts.session_id,
         "turn": ctx.turn if ctx.turn is not None else _int_or_none(attrs.get(A.TURN)),
         "batch_id": batch
         if isinstance(batch, str) and batch
@@ -227,6 +232,9 @@ def _anchor_base(
         "trace_id": view.trace_id,
         "span_id": view.span_id,
     }
+    for key, value in known.items():
+        if value is not None and value != "":
+            write[key] = value
     if view.start_ns:
         write["start_ns"] = view.start_ns
     return write
@@ -427,6 +435,7 @@ def derive_call(
     shaped[A.REDACTION_ARGS] = str(decision.args)
     shaped[A.REDACTION_OUTPUT] = str(decision.output)
     shaped[A.REDACTION_INTENT_HIDDEN] = bool(raw_intent) and intent is None
+    shaped[A.REDACTION_OUTCOME_HIDDEN] = bool(resolved) and outcome_v is None
     shaped[A.REDACTION_SCRUBBED] = redactor.scrubbed
     if intent and langfuse_tag:
         shaped[A.LANGFUSE_TRACE_TAGS] = with_tag(attrs.get(A.LANGFUSE_TRACE_TAGS), langfuse_tag)

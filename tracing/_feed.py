@@ -540,8 +540,12 @@ def _merge_upstream_redaction(anchor: AnchorWrite, attrs: Mapping[str, Any]) -> 
             str(mine.get(key)), -1
         ):
             mine[key] = theirs
-    if attrs.get(A.REDACTION_INTENT_HIDDEN) is True:
-        mine["intent_hidden"] = True
+    for key, attr in (
+        ("intent_hidden", A.REDACTION_INTENT_HIDDEN),
+        ("outcome_hidden", A.REDACTION_OUTCOME_HIDDEN),
+    ):
+        if attrs.get(attr) is True:
+            mine[key] = True
     scrubbed = attrs.get(A.REDACTION_SCRUBBED)
     if isinstance(scrubbed, int) and not isinstance(scrubbed, bool):
         mine["scrubbed"] = int(mine.get("scrubbed") or 0) + scrubbed

@@ -117,7 +117,7 @@ class SpanRedactor:
 
     def text(self, value: Any) -> Any:
         if isinstance(value, str):
-            return self.scrub(value) if value and not value.isdigit() else value
+            return self.scrub(value) if value else value
         if isinstance(value, tuple | list):
             return tuple(
                 self.scrub(v) if isinstance(v, str) else v for v in cast("Sequence[Any]", value)

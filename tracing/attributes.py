@@ -30,6 +30,7 @@ key                            meaning
 ``intentrace.redaction.args``  the policy's action on the args (keep/redact/hash)
 ``intentrace.redaction.output``  the policy's action on the output
 ``intentrace.redaction.intent_hidden``  True when the policy hid the intent
+``intentrace.redaction.outcome_hidden``  True when the policy hid the outcome
 ``intentrace.redaction.scrubbed``  number of secrets scrubbed from this span
 =============================  =============================================================
 """
@@ -83,6 +84,8 @@ REDACTION_OUTPUT: Final = "intentrace.redaction.output"
 """The policy's action on the output: ``keep``, ``redact`` or ``hash``."""
 REDACTION_INTENT_HIDDEN: Final = "intentrace.redaction.intent_hidden"
 """True when the policy hid the intent (args not kept)."""
+REDACTION_OUTCOME_HIDDEN: Final = "intentrace.redaction.outcome_hidden"
+"""True when the policy hid the tool-authored outcome (output not kept)."""
 REDACTION_SCRUBBED: Final = "intentrace.redaction.scrubbed"
 """Number of secrets scrubbed from this span's data."""
 
@@ -108,6 +111,7 @@ OURS: Final[tuple[str, ...]] = (
     REDACTION_ARGS,
     REDACTION_OUTPUT,
     REDACTION_INTENT_HIDDEN,
+    REDACTION_OUTCOME_HIDDEN,
     REDACTION_SCRUBBED,
 )
 """All our keys, in table order."""

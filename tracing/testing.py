@@ -33,7 +33,7 @@ from tracing._conventions import DEFAULT_CONVENTIONS, Convention
 from tracing._derive import PolicyLike, RegistryLike
 from tracing._options import IntentOptions
 from tracing._processor import IntentSpanProcessor
-from tracing.ledger._model import AnchorWrite
+from tracing.ledger._model import ANCHOR_COLUMNS, AnchorWrite
 
 __all__ = [
     "Capture",
@@ -124,7 +124,12 @@ class RecordingLedger:
         with self._lock:
             writes = list(self.writes)
         for write in writes:
-            current = merged.setdefault(write["tool_call_id"], {})
+            current = merged.get(write["tool_call_id"])
+            if current is None:  # absent columns read as the ledger stores them
+                current = merged[write["tool_call_id"]] = {
+                    **dict.fromkeys(ANCHOR_COLUMNS),
+                    "session_id": "",
+                }
             if current.get("status") in self._SETTLED and write["status"] not in self._SETTLED:
                 continue
             current.update(write)

@@ -35,7 +35,8 @@ def test_32_threads_x_1000_calls(ledger: Ledger) -> None:
         th.start()
     for th in threads:
         th.join()
-    written(ledger)
+    # 64 000 writes: a generous bound (a loaded CI machine), flush returns as soon as they land
+    assert ledger.flush(120), ledger.recent_errors()
     stats = ledger.stats()
     assert stats["enqueued"] == stats["written"] == 2 * THREADS * CALLS and stats["dropped"] == 0
     assert ledger.count_sessions() == THREADS

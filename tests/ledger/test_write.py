@@ -207,3 +207,30 @@ def test_replay_after_reopen_is_still_idempotent(open_fresh: Callable[..., Ledge
     assert after[:2] == before and after[2]["tool_call_id"] == "c"
     stats = second.stats()
     assert stats["written"] == 5 and stats["dropped"] == 0 and stats["errors"] == 0
+
+
+def test_a_large_batch_with_replayed_and_badly_typed_rows(
+    open_fresh: Callable[..., Ledger],
+) -> None:
+    # One batch of 100 new calls (inserted many rows a statement), two of them already
+    # stored by an earlier writer and one with a value of the wrong type: the batch fails on
+    # the fast path, the careful replay writes every row once.
+    from tracing.ledger import LedgerOptions
+
+    first = open_fresh()
+    first.record(start("n10", intent="Stored"))
+    first.record(start("n90", intent="Stored"))
+    written(first)
+    first.close()
+    second = open_fresh(options=LedgerOptions(flush_interval_millis=60_000))
+    for i in range(100):
+        second.record(start(f"n{i}", turn="7" if i == 50 else i // 10, intent=f"Call {i}"))
+    written(second)
+    rows = second.session_anchors("s1")
+    assert sorted(r["tool_call_id"] for r in rows) == sorted(f"n{i}" for i in range(100))
+    got = {r["tool_call_id"]: r for r in rows}
+    assert got["n50"]["turn"] == 7 and got["n49"]["turn"] == 4
+    assert got["n10"]["intent"] == "Call 10"  # a stored live call takes the later write
+    assert len({r["seq"] for r in rows}) == 100
+    stats = second.stats()
+    assert stats["written"] == 100 and stats["dropped"] == 0

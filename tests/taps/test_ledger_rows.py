@@ -112,3 +112,46 @@ def test_streaming_and_in_flight_in_one_batch(any_ledger: Ledger) -> None:
     led.record(streaming("Reading the router"))
     r = row(led)
     assert (r["status"], r["intent"]) == ("in_flight", "Reading")
+
+
+def test_the_processor_keeps_what_only_the_tap_knew(any_ledger: Ledger) -> None:
+    # The tap saw the model's response (its id is the batch); the tool span has no parent
+    # span, so the processor knows no batch, session or turn: it must not write them as NULL.
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tracing import IntentSpanProcessor, tool_call
+
+    led = any_ledger
+    led.record(
+        streaming(
+            "Searching for OAuth handling",
+            session_id="conv",
+            batch_id="resp_1",
+            turn=2,
+            agent_id="coder",
+        )
+    )
+    assert led.flush()
+    processor = IntentSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()), ledger=led)
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    with tool_call(
+        "search_code",
+        {"intent": "Searching for OAuth handling", "query": "oauth"},
+        tracer=provider.get_tracer("test"),
+        call_id="call_1",
+        label_bearing=True,
+    ):
+        pass
+    provider.shutdown()
+    r = row(led)
+    assert r["status"] == "success"
+    assert (r["batch_id"], r["session_id"], r["turn"], r["agent_id"]) == (
+        "resp_1",
+        "conv",
+        2,
+        "coder",
+    )
+    assert r["span_id"] is not None  # what the processor knows is still written

@@ -255,6 +255,26 @@ def test_secrets_are_scrubbed_everywhere() -> None:
     assert spans[0]["attributes"][A.REDACTION_SCRUBBED] >= 4
 
 
+def test_digit_only_secrets_in_attributes_and_events_are_scrubbed() -> None:
+    card = "4111111111111111"  # a bare card number: digits only, Luhn-valid
+    with capture() as cap:
+        span = cap.tracer.start_span("execute_tool lookup")
+        span.set_attributes({
+            A.GEN_AI_OPERATION_NAME: "execute_tool",
+            A.GEN_AI_TOOL_NAME: "lookup",
+            "customer.card": card,
+            "customer.cards": [card, "ok"],
+            "http.status_code": "200",
+        })  # fmt: skip
+        span.add_event("payment", {"card": card})
+        span.end()
+        dump = _dump(cap)
+        (shown,) = cap.dicts()
+    assert card not in dump
+    assert shown["attributes"]["http.status_code"] == "200"  # short numbers are not secrets
+    assert shown["attributes"][A.REDACTION_SCRUBBED] >= 3
+
+
 def test_policy_hides_intent_when_args_are_redacted() -> None:
     policy = RedactionPolicy.from_toml('[tools.read_secrets]\nargs = "redact"\n')
     cap, probe = _cap(policy=policy)
@@ -274,10 +294,12 @@ def test_policy_hides_intent_when_args_are_redacted() -> None:
     assert A.INTENT not in attrs and A.OUTCOME not in attrs
     assert attrs[A.LABEL] == "Ran read_secrets"
     assert attrs[A.REDACTION_INTENT_HIDDEN] is True
+    assert attrs[A.REDACTION_OUTCOME_HIDDEN] is True
     assert attrs[A.GEN_AI_TOOL_CALL_ARGUMENTS] == "[redacted:policy]"
     assert "vault" not in json.dumps(span) and "vault" not in json.dumps(anchor)
     assert anchor["intent"] is None and anchor["label"] == "Ran read_secrets"
     assert json.loads(anchor["redaction"])["intent_hidden"] is True
+    assert json.loads(anchor["redaction"])["outcome_hidden"] is True
     assert A.LANGFUSE_TRACE_TAGS not in attrs
 
 
@@ -356,7 +378,7 @@ def test_ledger_in_flight_then_settled_with_batch_session_and_parent_call() -> N
     assert a["agent_id"] == "coder" and a["turn"] == 3
     assert a["batch_id"] == step_id
     assert b["parent_call_id"] == "call_A"
-    assert a["parent_call_id"] is None
+    assert a.get("parent_call_id") is None
     assert a["end_ns"] >= a["start_ns"] > 0
     assert json.loads(str(b["args"])) == {}
 

@@ -89,6 +89,7 @@ def test_whole_span_list_with_deterministic_ids_and_clock() -> None:
                 A.REDACTION_ARGS: "keep",
                 A.REDACTION_OUTPUT: "keep",
                 A.REDACTION_INTENT_HIDDEN: False,
+                A.REDACTION_OUTCOME_HIDDEN: False,
                 A.REDACTION_SCRUBBED: 0,
                 A.LANGFUSE_TRACE_TAGS: ["tool-intent"],
             },
