@@ -31,6 +31,7 @@ from tracing._status import frame_label, group_header
 from tracing._streaming import IntentStreamReader, StreamingIntent, read_streaming_intent
 
 if TYPE_CHECKING:
+    from tracing._conventions import DEFAULT_CONVENTIONS, AttributeConvention, Convention
     from tracing._instrument import (
         ToolCall,
         activity,
@@ -49,7 +50,10 @@ __version__ = "0.1.0"
 # public name -> module that defines it (OpenTelemetry-importing parts, loaded on first access);
 # each lazy name also gets a ``TYPE_CHECKING`` import so type checkers see it.
 _LAZY: dict[str, str] = {
+    "AttributeConvention": "tracing._conventions",
     "ConfigError": "tracing._options",
+    "Convention": "tracing._conventions",
+    "DEFAULT_CONVENTIONS": "tracing._conventions",
     "IntentOptions": "tracing._options",
     "IntentSpanProcessor": "tracing._processor",
     "ToolCall": "tracing._instrument",
@@ -65,10 +69,13 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "DEFAULT_CONVENTIONS",
     "INTENT_ARG",
     "INTENT_DESCRIPTION",
     "INTENT_LABEL_MARKER",
+    "AttributeConvention",
     "ConfigError",
+    "Convention",
     "IntentOptions",
     "IntentRegistry",
     "IntentSpanProcessor",

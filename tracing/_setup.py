@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from typing import Any, cast
@@ -18,6 +18,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from tracing._conventions import DEFAULT_CONVENTIONS, Convention
 from tracing._derive import Naming, PolicyLike, RegistryLike
 from tracing._options import ConfigError, IntentOptions
 from tracing._processor import IntentSpanProcessor, LedgerSink
@@ -140,6 +141,7 @@ def configure(
     options: IntentOptions | None = None,
     exporters: Iterable[SpanExporter] = (),
     processors: Iterable[SpanProcessor] = (),
+    conventions: Sequence[Convention] | None = None,
 ) -> TracingSetup:
     """Set up tracing: a ``TracerProvider`` whose exporters get intent-named, redacted spans.
 
@@ -164,6 +166,9 @@ def configure(
         options: further processor options (``naming`` here wins over ``options.naming``).
         exporters: more exporters (each behind a ``BatchSpanProcessor``).
         processors: more processors to wrap.
+        conventions: how tool spans are recognised, in order (default ``DEFAULT_CONVENTIONS``:
+            GenAI semconv, OpenInference, OpenLLMetry, Langfuse); put a ``Convention`` of your
+            own first to recognise a framework's tool spans that none of them matches.
 
     Raises:
         ConfigError: a bad option (one line saying how to fix it).
@@ -174,7 +179,11 @@ def configure(
     resolved_policy = _resolve_policy(policy)
     sink = _resolve_ledger(ledger)
     processor = IntentSpanProcessor(
-        policy=resolved_policy, registry=registry, ledger=sink, options=opts
+        policy=resolved_policy,
+        registry=registry,
+        ledger=sink,
+        options=opts,
+        conventions=DEFAULT_CONVENTIONS if conventions is None else conventions,
     )
 
     existing = provider

@@ -128,3 +128,39 @@ def test_stable_naming_argument() -> None:
     assert span.name == "execute_tool t"
     assert (span.attributes or {})[A.INTENT] == "Doing it"
     setup.shutdown()
+
+
+def test_a_convention_of_your_own_through_configure() -> None:
+    import json
+
+    from tracing import DEFAULT_CONVENTIONS, AttributeConvention
+
+    mine = AttributeConvention(
+        name="acme",
+        match=lambda name, attrs: attrs.get("acme.kind") == "tool",
+        tool_name_keys=("acme.tool",),
+        args_keys=("acme.args",),
+        result_keys=("acme.result",),
+    )
+    exporter = InMemorySpanExporter()
+    setup = configure(
+        provider=TracerProvider(),
+        set_global=False,
+        ledger=False,
+        processors=[SimpleSpanProcessor(exporter)],
+        conventions=[mine, *DEFAULT_CONVENTIONS],
+    )
+    tracer = setup.provider.get_tracer("acme")
+    span = tracer.start_span("acme.step")
+    span.set_attributes({
+        "acme.kind": "tool",
+        "acme.tool": "lookup",
+        "acme.args": json.dumps({"intent": "Looking up Ada", "id": 7}),
+        A.LABEL_BEARING: True,  # the tool had the intent injected
+    })  # fmt: skip
+    span.end()
+    setup.force_flush()
+    (done,) = exporter.get_finished_spans()
+    assert done.name == "Looking up Ada"
+    assert (done.attributes or {})[A.CONVENTION] == "acme"
+    setup.shutdown()
