@@ -12,18 +12,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 
-from tracing.environment_variables import INTENTRACE_DASHBOARDS, INTENTRACE_LEDGER_URL
+from tracing._cli_ledger import ledger_option
+from tracing.environment_variables import INTENTRACE_DASHBOARDS
 
 if TYPE_CHECKING:
     from tracing.analytics import Analytics, Result
-
-_ledger_option = click.option(
-    "--ledger",
-    "ledger_url",
-    metavar="URL",
-    default=None,
-    help=f"Ledger URL or SQLite file (default: ${INTENTRACE_LEDGER_URL}, else the default file).",
-)
 
 
 @contextmanager
@@ -103,7 +96,7 @@ def _results_json(title: str, panels: list[tuple[str, Result]]) -> str:
 
 @click.command()
 @click.argument("name", required=False)
-@_ledger_option
+@ledger_option
 @click.option(
     "--format",
     "fmt",
@@ -191,7 +184,7 @@ def report(  # noqa: PLR0917 - click passes options as arguments
 
 @click.command()
 @click.argument("query")
-@_ledger_option
+@ledger_option
 @click.option(
     "--format",
     "fmt",

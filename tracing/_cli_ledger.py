@@ -22,7 +22,7 @@ ledger_option = click.option(
 
 
 @contextmanager
-def _reading(url: str | None) -> Generator[Ledger]:
+def reading(url: str | None) -> Generator[Ledger]:
     """A read-only ledger; every ledger error becomes a one-line click error."""
     try:
         ledger = open_ledger(url, read_only=True)
@@ -99,7 +99,7 @@ def sessions(  # noqa: PLR0917 - click passes options as arguments
     fmt: str,
 ) -> None:
     """List the ledger's sessions, most recent activity first."""
-    with _reading(ledger_url) as ledger:
+    with reading(ledger_url) as ledger:
         rows = ledger.sessions(
             limit=limit, offset=offset, agent=agent, tool=tool, status=status, search=search
         )
@@ -125,7 +125,7 @@ def sessions(  # noqa: PLR0917 - click passes options as arguments
 )  # fmt: skip
 def summary(ledger_url: str | None, session_id: str, turn: int | None, max_chars: int) -> None:
     """Print a compact timeline of SESSION_ID's settled calls (for a summarizer prompt)."""
-    with _reading(ledger_url) as ledger:
+    with reading(ledger_url) as ledger:
         if ledger.session(session_id) is None:
             raise click.ClickException(f"no session {session_id!r} in the ledger {ledger.url}")
         click.echo(ledger.summary(session_id, turn=turn, max_chars=max_chars))

@@ -18,6 +18,7 @@ from typing import Final
 
 import click
 
+from tracing._cli_ledger import ledger_option
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
 from tracing.ledger import LedgerError, open_ledger
 
@@ -133,13 +134,7 @@ def run_viewer(
 
 
 @click.command()
-@click.option(
-    "--ledger",
-    "ledger_url",
-    metavar="URL",
-    default=None,
-    help=f"Ledger URL or SQLite file (default: ${INTENTRACE_LEDGER_URL}, else the default file).",
-)
+@ledger_option
 @click.option("--host", default=DEFAULT_HOST, show_default=True, help="Interface to bind.")
 @click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
 def view(ledger_url: str | None, host: str, port: int) -> None:

@@ -17,17 +17,16 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Generator, Iterable
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 import click
 
-from tracing._cli_ledger import ledger_option
+from tracing._cli_ledger import ledger_option, reading
 from tracing._intent import sanitize_label
 from tracing._status import LIVE_STATUSES, HeaderCall, group_header
-from tracing.ledger import Anchor, Ledger, LedgerError, open_ledger
+from tracing.ledger import Anchor, Ledger
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -56,21 +55,6 @@ _sleep = time.sleep  # (tests replace it to interrupt the loop)
 RECONCILE_SECONDS: Final = 5.0
 """How often the watcher re-reads the in-flight calls (catches writes from a writer whose clock
 is behind, and calls that settled while a poll fell behind)."""
-
-
-@contextmanager
-def _reading(url: str | None) -> Generator[Ledger]:
-    """A read-only ledger; ledger errors become one-line click errors."""
-    try:
-        ledger = open_ledger(url, read_only=True)
-    except LedgerError as exc:
-        raise click.ClickException(str(exc)) from None
-    try:
-        yield ledger
-    except LedgerError as exc:
-        raise click.ClickException(str(exc)) from None
-    finally:
-        ledger.close()
 
 
 def _text(value: object, max_chars: int = LABEL_CHARS) -> str:
@@ -375,7 +359,7 @@ def watch(  # noqa: PLR0917 - click passes options as arguments
     """
     if fmt == "auto":
         fmt = "rich" if sys.stdout.isatty() else "plain"
-    with _reading(ledger_url) as ledger:
+    with reading(ledger_url) as ledger:
         watcher = Watcher(ledger, session_id)
         latest = watcher.prime(recent if once else 0)
         sessions = session_id is None

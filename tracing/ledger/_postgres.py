@@ -7,7 +7,6 @@ the changed ones into a temporary table and apply them with one ``UPDATE ... FRO
 
 from __future__ import annotations
 
-import time
 import weakref
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
@@ -16,7 +15,7 @@ from typing import Any
 from tracing.ledger._config import LedgerError, LedgerOptions
 from tracing.ledger._model import ANCHOR_COLUMNS, COLUMN_TYPES
 from tracing.ledger._plan import SessionDelta, Update, loaded_row
-from tracing.ledger._store import LIVE_SQL, LOOKUP_COLUMNS, Store, migrations
+from tracing.ledger._store import LIVE_SQL, LOOKUP_COLUMNS, Store
 
 _PG_TYPES = {"text": "text", "integer": "bigint", "real": "double precision"}
 _UPD_TABLE = "intentrace_upd"
@@ -63,6 +62,7 @@ class PostgresStore(Store):
 
     dialect = "postgresql"
     strip_nul = True
+    mark = "%s"
 
     def __init__(self, dsn: str, options: LedgerOptions) -> None:
         self.dsn = dsn
@@ -105,26 +105,11 @@ class PostgresStore(Store):
         row = conn.execute("SELECT to_regclass('anchors') IS NOT NULL").fetchone()
         return bool(row[0])
 
-    def migrate(self, conn: Any) -> list[str]:
-        applied: list[str] = []
-        with conn.transaction():
+    @contextmanager
+    def migration_transaction(self, conn: Any) -> Generator[None]:
+        with self.transaction(conn):
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations "
-                "(name text NOT NULL PRIMARY KEY, applied_ns bigint NOT NULL)"
-            )
-            done = {r[0] for r in conn.execute("SELECT name FROM schema_migrations")}
-            for name, statements in migrations(self.dialect):
-                if name in done:
-                    continue
-                for statement in statements:
-                    conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO schema_migrations (name, applied_ns) VALUES (%s, %s)",
-                    (name, time.time_ns()),
-                )
-                applied.append(name)
-        return applied
+            yield
 
     @contextmanager
     def transaction(self, conn: Any) -> Generator[None]:

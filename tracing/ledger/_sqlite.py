@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import sqlite3
 import threading
-import time
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
@@ -15,7 +14,7 @@ from urllib.parse import quote
 from tracing.ledger._config import LedgerOptions
 from tracing.ledger._model import ANCHOR_COLUMNS
 from tracing.ledger._plan import SessionDelta, Update
-from tracing.ledger._store import LIVE_SQL, LOOKUP_COLUMNS, Store, migrations
+from tracing.ledger._store import LIVE_SQL, LOOKUP_COLUMNS, Store
 
 _CHUNK = 900
 _ROW_MARKS = f"({', '.join('?' for _ in ANCHOR_COLUMNS)})"
@@ -112,26 +111,6 @@ class SQLiteStore(Store):
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'anchors'"
         ).fetchone()
         return row is not None
-
-    def migrate(self, conn: Any) -> list[str]:
-        applied: list[str] = []
-        with self.transaction(conn):
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations "
-                "(name TEXT NOT NULL PRIMARY KEY, applied_ns INTEGER NOT NULL)"
-            )
-            done = {r[0] for r in conn.execute("SELECT name FROM schema_migrations")}
-            for name, statements in migrations(self.dialect):
-                if name in done:
-                    continue
-                for statement in statements:
-                    conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO schema_migrations (name, applied_ns) VALUES (?, ?)",
-                    (name, time.time_ns()),
-                )
-                applied.append(name)
-        return applied
 
     @contextmanager
     def transaction(self, conn: Any) -> Generator[None]:

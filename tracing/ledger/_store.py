@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
@@ -113,9 +114,36 @@ class Store(ABC):
         """Where the data lives (for messages)."""
 
     # --- schema ------------------------------------------------------------------------------
-    @abstractmethod
+    mark: str = "?"
+    """The driver's parameter placeholder."""
+
+    def migration_transaction(self, conn: Any) -> AbstractContextManager[Any]:
+        """The transaction migrations run in (PostgreSQL adds a lock: one migrator at a time)."""
+        return self.transaction(conn)
+
     def migrate(self, conn: Any) -> list[str]:
         """Apply pending migrations; returns the names applied."""
+        types = _TYPES[self.dialect]
+        applied: list[str] = []
+        with self.migration_transaction(conn):
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                f"(name {types['text']} NOT NULL PRIMARY KEY, "
+                f"applied_ns {types['integer']} NOT NULL)"
+            )
+            done = {r[0] for r in conn.execute("SELECT name FROM schema_migrations")}
+            for name, statements in migrations(self.dialect):
+                if name in done:
+                    continue
+                for statement in statements:
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations (name, applied_ns) "
+                    f"VALUES ({self.mark}, {self.mark})",
+                    (name, time.time_ns()),
+                )
+                applied.append(name)
+        return applied
 
     @abstractmethod
     def has_schema(self, conn: Any) -> bool:
