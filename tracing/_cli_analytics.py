@@ -5,6 +5,7 @@ The analytics package (DuckDB) is imported when a command runs, not when the CLI
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Generator, Sequence
 from contextlib import contextmanager
@@ -19,21 +20,27 @@ if TYPE_CHECKING:
     from tracing.analytics import Analytics, Result
 
 
-@contextmanager
-def _analytics(url: str | None) -> Generator[Analytics]:
+def _package() -> Any:
+    """``tracing.analytics`` (DuckDB): imported when a command runs, with a one-line error when
+    its extra is not installed."""
     try:
-        from tracing.analytics import Analytics, AnalyticsError
+        return importlib.import_module("tracing.analytics")
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise click.ClickException(
             f"analytics needs its extra: pip install 'intentrace[analytics]' ({exc.name} missing)"
         ) from None
+
+
+@contextmanager
+def _analytics(url: str | None) -> Generator[Analytics]:
+    package = _package()
     try:
-        engine = Analytics(url)
-    except AnalyticsError as exc:
+        engine: Analytics = package.Analytics(url)
+    except package.AnalyticsError as exc:
         raise click.ClickException(str(exc)) from None
     try:
         yield engine
-    except AnalyticsError as exc:
+    except package.AnalyticsError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         engine.close()
@@ -134,12 +141,9 @@ def report(  # noqa: PLR0917 - click passes options as arguments
     NAME is a dashboard (``intentrace report --list``) or an analysis run with its defaults
     and any --param.
     """
-    try:
-        from tracing.analytics import ANALYSES, AnalyticsError, load_dashboards
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise click.ClickException(
-            f"analytics needs its extra: pip install 'intentrace[analytics]' ({exc.name} missing)"
-        ) from None
+    package = _package()
+    ANALYSES, AnalyticsError = package.ANALYSES, package.AnalyticsError
+    load_dashboards = package.load_dashboards
     try:
         dashboards = load_dashboards(None if folder is None else [folder])
     except AnalyticsError as exc:

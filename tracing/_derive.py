@@ -223,7 +223,7 @@ def _anchor_base(
     # ledger write overwrites every column it carries.
     known: dict[str, Any] = {
         "session_id": ctx.session_id or facts.session_id,
-        "turn": ctx.turn if ctx.turn is not None else _int_or_none(attrs.get(A.TURN)),
+        "turn": ctx.turn if ctx.turn is not None else int_or_none(attrs.get(A.TURN)),
         "batch_id": batch
         if isinstance(batch, str) and batch
         else ctx.batch_id or view.parent_span_id,
@@ -240,7 +240,8 @@ def _anchor_base(
     return write
 
 
-def _int_or_none(value: Any) -> int | None:
+def int_or_none(value: Any) -> int | None:
+    """An integer attribute value (a decimal string counts; a bool does not), else None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):

@@ -53,6 +53,7 @@ from tracing._derive import (
     RegistryLike,
     default_call_id,
     derive_call,
+    int_or_none,
     raw_intent_of,
 )
 from tracing._intent import IntentRegistry, read_intent, sanitize_label
@@ -143,17 +144,6 @@ def _first_str(attributes: Mapping[str, Any], keys: Sequence[str]) -> str | None
         value = attributes.get(key)
         if isinstance(value, str) and value:
             return value
-    return None
-
-
-def _int_attr(attributes: Mapping[str, Any], key: str) -> int | None:
-    value = attributes.get(key)
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
     return None
 
 
@@ -313,7 +303,7 @@ class SpanFeed:
             call_id=call_id,
             session_id=_first_str(attrs, _INHERITED_SESSION),
             agent_id=_first_str(attrs, _INHERITED_AGENT),
-            turn=_int_attr(attrs, A.TURN),
+            turn=int_or_none(attrs.get(A.TURN)),
         )
         previous = self._nodes.get(key)
         if previous is not None:  # a replayed span keeps what was learned about it
@@ -373,7 +363,7 @@ class SpanFeed:
             need_parent=not has_parent,
             need_session=not (facts.session_id or _first_str(attrs, _SESSION_KEYS)),
             need_agent=not facts.agent_id,
-            need_turn=_int_attr(attrs, A.TURN) is None,
+            need_turn=int_or_none(attrs.get(A.TURN)) is None,
             origin=view.span_id,
         )
         done = self._walk(view.trace_id, view.parent_span_id, waiter)
@@ -437,7 +427,7 @@ class SpanFeed:
             return
         attrs = view.attributes
         session = _first_str(attrs, _INHERITED_SESSION)
-        turn = _int_attr(attrs, A.TURN)
+        turn = int_or_none(attrs.get(A.TURN))
         waiter = _Waiter(
             need_parent=False,
             need_session=session is None,
