@@ -25,21 +25,12 @@ import click
 
 from tracing._cli_ledger import ledger_option, reading
 from tracing._intent import sanitize_label
-from tracing._status import LIVE_STATUSES, HeaderCall, group_header
+from tracing._status import GLYPHS, LIVE_STATUSES, HeaderCall, group_header
 from tracing.ledger import Anchor, Ledger
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
-GLYPHS: Final[dict[str, str]] = {
-    "streaming": "✎",
-    "in_flight": "●",
-    "background": "◷",
-    "success": "✓",
-    "error": "✗",
-    "cancelled": "⊘",
-    "abandoned": "⊘",
-}
 """Status marks (the viewer's, so that both read the same)."""
 STYLES: Final[dict[str, str]] = {
     "streaming": "italic cyan",

@@ -15,7 +15,7 @@ the latest in-flight intent > the latest settled outcome > a plain count (``Used
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -42,6 +42,17 @@ STATUSES: Final[tuple[Status, ...]] = (
 )
 LIVE_STATUSES: Final[frozenset[str]] = frozenset({"streaming", "in_flight", "background"})
 """Calls that have not settled yet."""
+
+GLYPHS: Final[Mapping[str, str]] = {
+    "streaming": "✎",
+    "in_flight": "●",
+    "background": "◷",
+    "success": "✓",
+    "error": "✗",
+    "cancelled": "⊘",
+    "abandoned": "⊘",
+}
+"""One mark per status: the terminal watcher and the viewer show the same ones."""
 FAILED_STATUSES: Final[frozenset[str]] = frozenset({"error", "cancelled", "abandoned"})
 SETTLED_STATUSES: Final[frozenset[str]] = frozenset({"success", "error", "cancelled", "abandoned"})
 

@@ -15,6 +15,7 @@ from typing import Any, Final
 from tracing import sanitize_label
 from tracing._status import (
     FRAME_TIMED_OUT,
+    GLYPHS,
     LIVE_STATUSES,
     SETTLED_STATUSES,
     HeaderCall,
@@ -29,15 +30,6 @@ LINE_CHARS: Final = 160
 PAGE_CALLS: Final = 100
 """Calls per page of a session (whole blocks; a page holds more when one block is bigger)."""
 
-GLYPHS: Final[Mapping[str, str]] = {
-    "streaming": "✎",
-    "in_flight": "●",
-    "background": "◷",
-    "success": "✓",
-    "error": "✗",
-    "cancelled": "⊘",
-    "abandoned": "⊘",
-}
 """Status marks in front of each call line (live calls are also marked by a badge)."""
 
 

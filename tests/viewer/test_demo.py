@@ -11,11 +11,10 @@ from click.testing import CliRunner
 
 from tests.viewer.conftest import run_app, texts
 from tracing._demo import session_ids
-from tracing._status import HeaderCall, frame_label, group_header
+from tracing._status import GLYPHS, HeaderCall, frame_label, group_header
 from tracing.cli import main
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
 from tracing.ledger import Anchor, open_ledger
-from viewer._story import GLYPHS
 from viewer._ui import call_key
 
 
