@@ -46,29 +46,18 @@ def call_key(call_id: str) -> str:
 
 def link_to_call(session_id: str, call_id: str, *, label: str = "Open") -> None:
     """A link that opens the Session page on one call (the deep link, in-app)."""
-    target = page("session")
-    if target is None:
-        return
-    st.page_link(
-        target,
-        label=label,
-        query_params={SESSION_PARAM: session_id, ANCHOR_PARAM: call_id},
-        icon=":material/arrow_forward:",
-        help="",
-    )
+    _link_to_session_page({SESSION_PARAM: session_id, ANCHOR_PARAM: call_id}, label)
 
 
 def link_to_session(session_id: str, *, label: str = "Open") -> None:
+    _link_to_session_page({SESSION_PARAM: session_id}, label)
+
+
+def _link_to_session_page(query: dict[str, str], label: str) -> None:
     target = page("session")
     if target is None:
         return
-    st.page_link(
-        target,
-        label=label,
-        query_params={SESSION_PARAM: session_id},
-        icon=":material/arrow_forward:",
-        help="",
-    )
+    st.page_link(target, label=label, query_params=query, icon=":material/arrow_forward:", help="")
 
 
 STATUS_WORDS: Final[Mapping[str, str]] = {
