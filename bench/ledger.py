@@ -12,6 +12,11 @@ server), at each table size:
 * ours ("live"): the live pattern through ``Ledger.record`` — each call in flight, then settled
   64 calls later — until ``flush()`` returns: calls per second.
 
+Rounds alternate raw, live, raw, live...; each round's rows are deleted after it (not timed), so
+every round of either side starts from the same table of the given size (without that, each
+live round would start on the table its raw round had just grown, and the live figures at
+small sizes would be measured on a larger table than the raw ones).
+
 The producer records faster than any database takes writes and waits (sleeps) only while
 the writer has several batches queued, so the writer always has full batches: this measures how
 many calls per second the ledger sustains. What recording costs the app is measured
@@ -133,6 +138,15 @@ class SQLiteRaw:
     def count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM anchors").fetchone()[0])
 
+    def remove(self, tag: str) -> None:
+        """Delete one round's rows (not timed): the next round starts from the same table."""
+        for table in ("anchors", "sessions"):
+            self.conn.execute(
+                f"DELETE FROM {table} WHERE session_id >= ? AND session_id < ?",
+                (f"{tag}-", f"{tag}."),
+            )
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def close(self) -> None:
         self.conn.close()
 
@@ -162,6 +176,15 @@ class PostgresRaw:
     def count(self) -> int:
         row = self.conn.execute("SELECT count(*) FROM anchors").fetchone()
         return int(row[0]) if row else 0
+
+    def remove(self, tag: str) -> None:
+        """Delete one round's rows (not timed): the next round starts from the same table."""
+        for table in ("anchors", "sessions"):
+            self.conn.execute(
+                f"DELETE FROM {table} WHERE session_id >= %s AND session_id < %s",  # type: ignore[arg-type]
+                (f"{tag}-", f"{tag}."),
+            )
+        self.conn.execute("VACUUM ANALYZE anchors")
 
     def close(self) -> None:
         self.conn.close()
@@ -228,17 +251,21 @@ def throughput(
         raw_cpu: list[float] = []
         live_cpu: list[float] = []
         for r in range(rounds):
-            starts, ends = writes_for(calls, f"raw{size}-{r}")
+            tag = f"raw{size}-{r}"
+            starts, ends = writes_for(calls, tag)
             rows = final_rows(starts, ends)
             gc.collect()
             cpu = time.thread_time()
             raw_rates.append(calls / raw.insert(rows))
             raw_cpu.append((time.thread_time() - cpu) / calls)
-            starts, ends = writes_for(calls, f"live{size}-{r}-{uuid.uuid4().hex[:6]}")
+            raw.remove(tag)
+            tag = f"live{size}-{r}-{uuid.uuid4().hex[:6]}"
+            starts, ends = writes_for(calls, tag)
             gc.collect()
             cpu = writer_cpu(ledger)
             live_rates.append(calls / live(ledger, starts, ends))
             live_cpu.append((writer_cpu(ledger) - cpu) / calls)
+            raw.remove(tag)
         ours, peer = max(live_rates), max(raw_rates)
         ours_by_size[size] = ours
         ratios = sorted(o / p for o, p in zip(live_rates, raw_rates, strict=True))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import operator
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
@@ -94,6 +95,7 @@ _ROW, _STORED, _RID, _FRESH, _PENDING, _DEFAULTED, _TOKEN = range(7)
 # settle_seq ticket was taken; _DEFAULTED: start_ns was not given; _TOKEN: number of the
 # call's latest seq ticket (a call that moves session takes a new one; the last one wins).
 _SEQ, _SETTLE, _BLOCK = range(3)
+_TICKET_SESSION: Final = operator.itemgetter(0)
 
 
 @dataclass
@@ -253,8 +255,8 @@ def plan_batch(
                 valid = (
                     call_id.__class__ is str
                     and tool.__class__ is str
-                    and bool(call_id)
-                    and bool(tool)
+                    and call_id
+                    and tool
                     and status in statuses
                 )
             except (KeyError, TypeError):
@@ -360,11 +362,8 @@ def _further(
 def _sessions(plan: BatchPlan, floors: list[TurnFloor]) -> None:
     """Resolve labels and durations, and sum up what each session needs."""
     deltas = plan.sessions
-    for session, _, _, _ in plan.tickets:
-        delta = deltas.get(session)
-        if delta is None:
-            delta = deltas[session] = SessionDelta()
-        delta.slots += 1
+    for session, slots in Counter(map(_TICKET_SESSION, plan.tickets)).items():
+        deltas[session] = SessionDelta(slots=slots)
     for call in plan.calls.values():
         row = call[_ROW]
         if not call[_FRESH] or row["label"] is None:

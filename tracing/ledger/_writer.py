@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from queue import Empty, SimpleQueue
-from typing import Any
+from typing import Any, cast
 
 from tracing._status import ABANDONED, frame_label
 from tracing.ledger._config import LedgerOptions
@@ -135,29 +135,28 @@ class Writer:
         if queue.empty():
             self.wake.wait(self.options.flush_interval_millis / 1000)
             self.wake.clear()
-        items: list[Item | Flush | Stop] = []
         limit = self.options.max_batch_size
         get = queue.get_nowait
+        segment: list[Item] = []
+        append = segment.append
+        keep_going = True
         count = 0
         while count < limit:
             try:
                 item = get()
             except Empty:
                 break
-            items.append(item)
-            if not isinstance(item, Flush | Stop):
-                count += 1
-        segment: list[Item] = []
-        keep_going = True
-        for item in items:
-            if isinstance(item, Flush):
+            cls = item.__class__  # (one class test per write: markers are rare)
+            if cls is Flush:
                 self._apply_safely(segment)
                 segment = []
-                item.done.set()
-            elif isinstance(item, Stop):
+                append = segment.append
+                cast(Flush, item).done.set()
+            elif cls is Stop:
                 keep_going = False
             else:
-                segment.append(item)
+                append(item)  # pyright: ignore[reportArgumentType]
+                count += 1
         self._apply_safely(segment)
         return keep_going
 
@@ -229,10 +228,9 @@ class Writer:
     def _apply(self, items: Sequence[Item], *, careful: bool = True) -> int:
         """One transaction for the batch; returns the number of invalid writes skipped."""
         store, conn = self.store, self._conn
-        found: set[Any]
         recent = self._recent
         if careful:
-            found = {it.get("tool_call_id") for it in items if isinstance(it, Mapping)}
+            found: set[Any] = {it.get("tool_call_id") for it in items if isinstance(it, Mapping)}
             ids: list[str] = [cid for cid in found if cid.__class__ is str]
         else:
             # The hot path: writes are plain dicts, and only ids this writer wrote lately are
@@ -240,8 +238,15 @@ class Writer:
             # another process), its INSERT fails and the batch is replayed carefully, with
             # every id looked up.
             plain: Sequence[Any] = items
-            found = {it.get("tool_call_id") for it in plain if it.__class__ is dict}
-            ids = [cid for cid in found if cid in recent]
+            ids = list(
+                dict.fromkeys(
+                    [
+                        cid
+                        for it in plain
+                        if it.__class__ is dict and (cid := it.get("tool_call_id")) in recent
+                    ]
+                )
+            )
         lock = store.guard()
         with lock, store.transaction(conn):
             stored = store.lookup(conn, ids) if ids else {}
