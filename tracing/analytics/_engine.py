@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -44,13 +44,13 @@ from tracing.analytics._derive import (
     normalize_intent,
     word_count,
 )
-from tracing.analytics._source import SOURCE_COLUMNS, Source, open_source
+from tracing.analytics._source import ReadAgain, Source, open_source
 from tracing.analytics._structure import SessionRows, compute
 from tracing.ledger import Ledger
 
 logger = logging.getLogger("tracing.analytics")
 
-DERIVE_VERSION: Final = "1"
+DERIVE_VERSION: Final = "2"
 """Bumped whenever a definition changes: a snapshot of another version is rebuilt."""
 _SNAPSHOT_VERSION: Final = f"{DERIVE_VERSION}/duckdb-{duckdb.__version__}"
 """What a snapshot must match: ``args_key`` is DuckDB's ``hash()``, which may change between
@@ -89,8 +89,6 @@ STRUCTURE_COLUMNS: Final[tuple[tuple[str, str], ...]] = (
 CALLS_COLUMNS: Final = BASE_COLUMNS + STRUCTURE_COLUMNS
 """Columns of the copy's ``calls`` table (documented in docs/analytics.md)."""
 
-_ID: Final = SOURCE_COLUMNS.index("tool_call_id")
-_UPDATED: Final = SOURCE_COLUMNS.index("updated_ns")
 _SKIP_KNOWN: Final = (
     "ANTI JOIN calls c ON c.tool_call_id = i.tool_call_id AND c.updated_ns = i.updated_ns"
 )
@@ -178,25 +176,6 @@ def _pyarrow_compute() -> Any:
     return importlib.import_module("pyarrow.compute")
 
 
-def _per_distinct(values: Any, derive: Any, types: Sequence[Any]) -> list[Any]:
-    """Apply ``derive`` (Python, one value -> tuple) once per distinct value of an Arrow array
-    and spread the results back over the rows (Arrow ``take``): intents and redaction records
-    repeat a lot, so this saves most of the per-row Python work."""
-    pa, pc = _pyarrow(), _pyarrow_compute()
-    encoded = values.dictionary_encode()
-    distinct = encoded.dictionary.to_pylist()
-    derived = [derive(v) for v in distinct]
-    derived_null = derive(None)
-    out: list[Any] = []
-    for i, kind in enumerate(types):
-        column = pa.array([d[i] for d in derived], kind)
-        taken = pc.take(column, encoded.indices)
-        if derived_null[i] is not None:
-            taken = pc.fill_null(taken, pa.scalar(derived_null[i], kind))
-        out.append(taken)
-    return out
-
-
 def _intent_columns(intent: str | None) -> tuple[str | None, str | None, int, int]:
     norm = normalize_intent(intent)
     return norm, leading_phrase(norm, PHRASE_WORDS), word_count(norm), len(intent or "")
@@ -206,55 +185,100 @@ def _redaction_columns(redaction: str | None) -> tuple[bool, bool]:
     return intent_hidden(redaction), args_redacted(redaction)
 
 
-def _tool_columns(tool: str | None) -> tuple[str | None]:
-    return (normalize_intent(tool),)
+def _cached(cache: dict[Any, Any], fn: Any, values: list[Any]) -> list[Any]:
+    """``fn`` of every value, each computed once per ``cache``."""
+    return [cache[v] if v in cache else cache.setdefault(v, fn(v)) for v in values]
 
 
-def _derive(rows: Sequence[tuple[Any, ...]]) -> Any:
-    """Source rows -> an Arrow table of the base columns; ``names_tool`` and ``args_key`` are
-    finished in DuckDB (``tool_norm``, ``args_canon``)."""
+class _Deriver:
+    """The per-anchor columns of source tables (``_derive.py``), computed in Python once per
+    distinct value and spread over the rows with Arrow ``take``: a million anchors hold about
+    ten thousand distinct intents and a few hundred thousand distinct args, and the caches
+    carry what one table learned to the next tables of the same read."""
+
+    def __init__(self) -> None:
+        self._intents: dict[str | None, tuple[str | None, str | None, int, int]] = {}
+        self._redactions: dict[str | None, tuple[bool, bool]] = {}
+        self._tools: dict[str | None, str | None] = {}
+        self._args: dict[str | None, str | None] = {}
+        """Raw args -> canonical: str values, not tuples (the garbage collector would walk
+        hundreds of thousands of tuples) and not orjson's bytes (see ``canonical_args``)."""
+
+    def _per_distinct(
+        self, values: Any, cache: dict[Any, Any], fn: Any, types: Sequence[Any]
+    ) -> list[Any]:
+        pa, pc = _pyarrow(), _pyarrow_compute()
+        encoded = values.dictionary_encode()
+        derived = _cached(cache, fn, encoded.dictionary.to_pylist())
+        if len(types) == 1:
+            derived_columns: list[list[Any]] = [derived]
+            derived_null: tuple[Any, ...] = (fn(None),)
+        else:
+            derived_columns = [list(c) for c in zip(*derived, strict=True)] or [[] for _ in types]
+            derived_null = fn(None)
+        out: list[Any] = []
+        for values_i, kind, none in zip(derived_columns, types, derived_null, strict=True):
+            taken = pc.take(pa.array(values_i, kind), encoded.indices)
+            out.append(taken if none is None else pc.fill_null(taken, pa.scalar(none, kind)))
+        return out
+
+    def __call__(self, raw: Any) -> Any:
+        """Source anchors (an Arrow table, ``SOURCE_COLUMNS``) -> an Arrow table of the base
+        columns but ``names_tool`` and ``args_key``, plus ``tool_norm`` and ``args_canon``
+        from which DuckDB finishes them (``Analytics._finish``)."""
+        pa, pc = _pyarrow(), _pyarrow_compute()
+
+        def column(name: str) -> Any:
+            return raw.column(name).combine_chunks()
+
+        norm, phrase, words, chars = self._per_distinct(
+            column("intent"),
+            self._intents,
+            _intent_columns,
+            (pa.string(), pa.string(), pa.int32(), pa.int32()),
+        )
+        hidden, redacted = self._per_distinct(
+            column("redaction"), self._redactions, _redaction_columns, (pa.bool_(), pa.bool_())
+        )
+        tools = column("tool_name")
+        (tool_norm,) = self._per_distinct(tools, self._tools, normalize_intent, (pa.string(),))
+        # the args of a call whose args the policy replaced are not compared (null)
+        args = pc.if_else(redacted, pa.scalar(None, pa.string()), column("args"))
+        (args_canon,) = self._per_distinct(args, self._args, canonical_args, (pa.string(),))
+        return pa.table(
+            {
+                "tool_call_id": column("tool_call_id"),
+                "session_id": column("session_id"),
+                "seq": column("seq"),
+                "batch_id": column("batch_id"),
+                "agent_id": column("agent_id"),
+                "tool_name": tools,
+                "status": column("status"),
+                "start_ns": column("start_ns"),
+                "duration_ms": column("duration_ms"),
+                "updated_ns": column("updated_ns"),
+                "norm_intent": norm,
+                "phrase": phrase,
+                "intent_words": words,
+                "intent_chars": chars,
+                "hidden": hidden,
+                "tool_norm": tool_norm,
+                "args_canon": args_canon,
+            }
+        )
+
+
+def _empty_base() -> Any:
     pa = _pyarrow()
-    cols = list(zip(*rows, strict=True))
-    ix = {c: i for i, c in enumerate(SOURCE_COLUMNS)}
-
-    def column(name: str, kind: Any) -> Any:
-        return pa.array(cols[ix[name]], kind)
-
-    norm, phrase, words, chars = _per_distinct(
-        column("intent", pa.string()),
-        _intent_columns,
-        (pa.string(), pa.string(), pa.int32(), pa.int32()),
-    )
-    hidden, redacted = _per_distinct(
-        column("redaction", pa.string()), _redaction_columns, (pa.bool_(), pa.bool_())
-    )
-    tools = column("tool_name", pa.string())
-    (tool_norm,) = _per_distinct(tools, _tool_columns, (pa.string(),))
-    skip = redacted.to_pylist()
-    canon = [
-        None if drop else canonical_args(a) for a, drop in zip(cols[ix["args"]], skip, strict=True)
-    ]
-    return pa.table(
-        {
-            "tool_call_id": column("tool_call_id", pa.string()),
-            "session_id": column("session_id", pa.string()),
-            "seq": column("seq", pa.int64()),
-            "batch_id": column("batch_id", pa.string()),
-            "agent_id": column("agent_id", pa.string()),
-            "tool_name": tools,
-            "status": column("status", pa.string()),
-            "start_ns": column("start_ns", pa.int64()),
-            "duration_ms": column("duration_ms", pa.float64()),
-            "updated_ns": column("updated_ns", pa.int64()),
-            "norm_intent": norm,
-            "phrase": phrase,
-            "intent_words": words,
-            "intent_chars": chars,
-            "hidden": hidden,
-            "tool_norm": tool_norm,
-            "args_canon": pa.array(canon, pa.binary()),
-        }
-    )
+    kinds = {
+        "VARCHAR": pa.string(),
+        "BIGINT": pa.int64(),
+        "DOUBLE": pa.float64(),
+        "INTEGER": pa.int32(),
+        "BOOLEAN": pa.bool_(),
+        "UBIGINT": pa.uint64(),
+    }
+    return pa.table({name: pa.nulls(0, kinds[kind]) for name, kind in BASE_COLUMNS})  # no pandas
 
 
 def _cache_dir() -> Path:
@@ -290,13 +314,24 @@ class Analytics:
         self._counted_at = 0.0
         self._since_snapshot = 0
         self._snapshot = self._snapshot_path()
+        self._snapshotting: threading.Thread | None = None
+        self._snapshot_due = False
 
     # --- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
-        """Close the copy and the ledger connection."""
+        """Close the copy and the ledger connection (after a snapshot being written)."""
         with self._lock:
+            self.wait_for_snapshot()
             self._source.close()
             self._db.close()
+
+    def wait_for_snapshot(self, timeout: float | None = None) -> bool:
+        """Wait until the snapshot being written, if any, is on disk; False on timeout."""
+        thread = self._snapshotting
+        if thread is not None:
+            thread.join(timeout)
+            return not thread.is_alive()
+        return True
 
     def __enter__(self) -> Analytics:
         return self
@@ -355,7 +390,16 @@ class Analytics:
         return self._scalar("SELECT count(*) FROM calls")
 
     def sync(self) -> SyncReport:
-        """Bring the copy up to date with the ledger."""
+        """Bring the copy up to date with the ledger (and start writing the snapshot if it is
+        due)."""
+        with self._lock:
+            report = self._sync()
+            self._snapshot_if_due()
+            return report
+
+    def _sync(self) -> SyncReport:
+        """``sync`` without the snapshot: the answers come first, then the snapshot is written
+        (on its own thread; on two cores it would otherwise slow the answers down)."""
         with self._lock:
             started = time.perf_counter()
             self._ensure_loaded()
@@ -373,23 +417,15 @@ class Analytics:
             overlap = self.options.sync_overlap_seconds
             overlap_ns = self._source.overlap_ns if overlap is None else int(overlap * 1e9)
             after = None if rebuilt else self._watermark - overlap_ns
-            known: set[tuple[str, int]] | None = None
-            if after is not None:
-                known = set(
-                    self._db.execute(
-                        "SELECT tool_call_id, updated_ns FROM calls WHERE updated_ns > ?", [after]
-                    ).fetchall()
-                )
-            read, changed, sessions = self._apply(
-                self._source.read(after), full=rebuilt, known=known
-            )
-            count, newest = self._source.stats()
+            read, changed, sessions = self._apply(*self._fetch(after, full=rebuilt), full=rebuilt)
+            # after a whole read there is nothing to compare the count with
+            count, newest = (None, 0) if rebuilt else self._source.stats()
             self._counted_at = time.monotonic()
             if count is not None and (count < self._rows or newest < self._watermark):
                 # anchors were removed, or the ledger replaced: start again from the whole ledger
                 # (more anchors than the copy is a write that landed after the read: next sync)
                 rebuilt = True
-                more, changed, sessions = self._apply(self._source.read(None), full=True)
+                more, changed, sessions = self._apply(*self._fetch(None, full=True), full=True)
                 read += more
             self._synced_at = time.monotonic()
             self._since_snapshot += changed
@@ -398,7 +434,7 @@ class Analytics:
                 and changed
                 and (rebuilt or self._since_snapshot >= self.options.snapshot_min_rows)
             ):
-                self._write_snapshot()
+                self._snapshot_due = True
             return SyncReport(
                 read=read,
                 changed=changed,
@@ -408,95 +444,150 @@ class Analytics:
                 seconds=time.perf_counter() - started,
             )
 
-    def _apply(
-        self,
-        batches: Iterable[list[tuple[Any, ...]]],
-        *,
-        full: bool,
-        known: set[tuple[str, int]] | None = None,
-    ) -> tuple[int, int, int]:
-        """Fold source rows into the copy (``known``: (id, updated_ns) already in it, skipped
-        before any work); returns (rows read, rows changed, sessions recomputed)."""
+    def _fetch(self, after: int | None, *, full: bool) -> tuple[int, Any]:
+        """Read the anchors with ``updated_ns > after`` and derive their columns as they
+        arrive (the source reads the next table meanwhile): (anchors read, the changed ones
+        with ``BASE_COLUMNS``). Unless ``full``, anchors the copy already holds with the same
+        ``updated_ns`` (the overlap of an incremental sync) are skipped before any work."""
         pa = _pyarrow()
-        read = 0
-        tables: list[Any] = []
-        for batch in batches:
-            read += len(batch)
-            fresh = [r for r in batch if (r[_ID], r[_UPDATED]) not in known] if known else batch
-            if fresh:
-                tables.append(_derive(fresh))
+        for attempt in (1, 2):
+            derive = _Deriver()
+            read, parts = 0, list[Any]()
+            try:
+                for raw in self._source.read_tables(after):
+                    read += raw.num_rows
+                    fresh = raw if full or not self._rows else self._unknown(raw)
+                    if fresh.num_rows:
+                        parts.append(derive(fresh))
+            except ReadAgain:
+                if attempt == 2:
+                    raise AnalyticsError(f"cannot read the ledger {self.url}") from None
+                continue
+            if not parts:
+                return read, _empty_base()
+            return read, self._finish(pa.concat_tables(parts))
+        raise AssertionError("unreachable")
+
+    def _unknown(self, raw: Any) -> Any:
+        """The anchors of ``raw`` the copy does not hold with the same ``updated_ns``."""
+        db = self._db
+        db.register("fetched", raw)
+        try:
+            return db.sql(f"SELECT i.* FROM fetched i {_SKIP_KNOWN}").to_arrow_table()
+        finally:
+            db.unregister("fetched")
+
+    def _apply(self, read: int, delta: Any, *, full: bool) -> tuple[int, int, int]:
+        """Fold derived anchors into the copy (``full``: the copy starts empty); returns
+        (anchors read, anchors changed, sessions recomputed)."""
         db = self._db
         if full:
             db.execute("DROP TABLE IF EXISTS calls")
             db.execute(_CALLS_DDL)
             self._rows = 0
             self._watermark = 0
-        if not tables:
+        if delta.num_rows == 0:
             return read, 0, 0
-        incoming = pa.concat_tables(tables)
-        db.register("incoming", incoming)
+        changed = delta.num_rows
+        if full:  # the copy is empty: every session is new and whole in delta
+            work = delta
+            sessions = len(delta.column("session_id").unique())
+        else:
+            db.register("delta", delta)
+            try:
+                db.execute(
+                    "CREATE OR REPLACE TEMP TABLE touched AS SELECT DISTINCT session_id FROM delta "
+                    "UNION SELECT c.session_id FROM calls c "
+                    "SEMI JOIN delta d ON c.tool_call_id = d.tool_call_id"
+                )
+                work = db.sql(
+                    f"SELECT {_BASE} FROM calls "
+                    "WHERE session_id IN (SELECT session_id FROM touched) "
+                    "AND tool_call_id NOT IN (SELECT tool_call_id FROM delta) "
+                    f"UNION ALL SELECT {_BASE} FROM delta"
+                ).to_arrow_table()
+            finally:
+                db.unregister("delta")
+            sessions = self._scalar("SELECT count(*) FROM touched")
+        db.register("structured", self._structure(work))
         try:
-            derived = (
-                "contains(' ' || coalesce(norm_intent, '') || ' ', ' ' || tool_norm || ' ') "
+            db.execute("BEGIN TRANSACTION")
+            if not full:
+                db.execute("DELETE FROM calls WHERE session_id IN (SELECT session_id FROM touched)")
+            db.execute("INSERT INTO calls SELECT * FROM structured")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        finally:
+            db.unregister("structured")
+            db.execute("DROP TABLE IF EXISTS touched")
+        self._rows = self._count()
+        self._watermark = max(
+            self._watermark, self._scalar("SELECT coalesce(max(updated_ns), 0) FROM calls")
+        )
+        return read, changed, sessions
+
+    def _finish(self, derived: Any) -> Any:
+        """The per-anchor columns DuckDB computes (``names_tool``; ``args_key``, DuckDB's
+        ``hash`` of the canonical args) added to ``_derive``'s table: ``BASE_COLUMNS``."""
+        db = self._db
+        db.register("incoming", derived)
+        try:
+            finished = db.sql(
+                "SELECT contains(' ' || coalesce(norm_intent, '') || ' ', ' ' || tool_norm || ' ') "
                 "AND norm_intent IS NOT NULL AND tool_norm IS NOT NULL AS names_tool, "
-                "CASE WHEN args_canon IS NULL THEN NULL ELSE hash(args_canon) END AS args_key"
-            )
-            db.execute(
-                "CREATE OR REPLACE TEMP TABLE delta AS "
-                f"SELECT * EXCLUDE (tool_norm, args_canon), {derived} FROM incoming i "
-                + ("" if full else _SKIP_KNOWN)
-            )
+                "CASE WHEN args_canon IS NULL THEN NULL ELSE hash(args_canon) END AS args_key "
+                "FROM incoming"
+            ).to_arrow_table()
         finally:
             db.unregister("incoming")
-        changed = self._scalar("SELECT count(*) FROM delta")
-        if changed == 0:
-            return read, 0, 0
-        db.execute(
-            "CREATE OR REPLACE TEMP TABLE touched AS "
-            "SELECT DISTINCT session_id FROM delta UNION "
-            "SELECT c.session_id FROM calls c SEMI JOIN delta d ON c.tool_call_id = d.tool_call_id"
-        )
-        db.execute(
-            "CREATE OR REPLACE TEMP TABLE work AS "
-            f"SELECT {_BASE} FROM calls WHERE session_id IN (SELECT session_id FROM touched) "
-            "AND tool_call_id NOT IN (SELECT tool_call_id FROM delta) "
-            f"UNION ALL SELECT {_BASE} FROM delta"
-        )
-        sessions = self._scalar("SELECT count(*) FROM touched")
-        ordered = db.sql(
-            f"SELECT {_BASE}, hash(session_id) AS h_session, hash(batch_id) AS h_batch, "
-            "hash(norm_intent) AS h_intent, hash(phrase) AS h_phrase, hash(tool_name) AS h_tool, "
-            f"coalesce(args_key, 0) AS h_args, status IN {SETTLED_SQL} AS is_owner, "
-            f"status IN {FAILED_SQL} AS is_failed "
-            "FROM work ORDER BY session_id, seq, tool_call_id"
-        ).to_arrow_table()
+        columns = {name: derived.column(name) for name in derived.column_names}
+        columns |= {name: finished.column(name) for name in finished.column_names}
+        return _pyarrow().table({name: columns[name] for name, _ in BASE_COLUMNS})
 
-        def u64(name: str) -> Any:
-            return ordered.column(name).to_numpy(zero_copy_only=False).astype(np.uint64)
+    def _structure(self, work: Any) -> Any:
+        """``work`` (whole sessions, ``BASE_COLUMNS``, any order) with the session-dependent
+        columns (``_structure.compute``) added. Only a permutation and numeric keys are
+        sorted; the rows themselves stay where they are (the copy's order does not matter)."""
+        pa, db, n = _pyarrow(), self._db, work.num_rows
+        db.register("work", work.append_column("_row", pa.array(np.arange(n, dtype=np.int64))))
+        try:
+            ordered = db.sql(
+                "SELECT _row, hash(session_id) AS h_session, hash(batch_id) AS h_batch, "
+                "hash(norm_intent) AS h_intent, hash(phrase) AS h_phrase, "
+                "hash(tool_name) AS h_tool, coalesce(args_key, 0) AS h_args, "
+                "batch_id IS NOT NULL AS has_batch, norm_intent IS NOT NULL AS has_intent, "
+                f"args_key IS NOT NULL AS has_args, status IN {SETTLED_SQL} AS is_owner, "
+                f"status IN {FAILED_SQL} AS is_failed "
+                # sessions in any order (only the order inside one matters), by their hash as
+                # compute() groups them: cheaper than sorting the id strings
+                "FROM work ORDER BY h_session, seq, tool_call_id"
+            ).to_arrow_table()
+        finally:
+            db.unregister("work")
 
-        def present(name: str) -> Any:
-            return ordered.column(name).is_valid().to_numpy(zero_copy_only=False).astype(np.bool_)
-
-        def flag(name: str) -> Any:
-            return ordered.column(name).to_numpy(zero_copy_only=False).astype(np.bool_)
+        def values(name: str, kind: Any) -> Any:
+            return ordered.column(name).to_numpy(zero_copy_only=False).astype(kind)
 
         s = compute(
             SessionRows(
-                session=u64("h_session"),
-                batch=u64("h_batch"),
-                has_batch=present("batch_id"),
-                intent=u64("h_intent"),
-                has_intent=present("norm_intent"),
-                phrase=u64("h_phrase"),
-                tool=u64("h_tool"),
-                args=u64("h_args"),
-                has_args=present("args_key"),
-                owner=flag("is_owner"),
-                failed=flag("is_failed"),
+                session=values("h_session", np.uint64),
+                batch=values("h_batch", np.uint64),
+                has_batch=values("has_batch", np.bool_),
+                intent=values("h_intent", np.uint64),
+                has_intent=values("has_intent", np.bool_),
+                phrase=values("h_phrase", np.uint64),
+                tool=values("h_tool", np.uint64),
+                args=values("h_args", np.uint64),
+                has_args=values("has_args", np.bool_),
+                owner=values("is_owner", np.bool_),
+                failed=values("is_failed", np.bool_),
             )
         )
-        out = ordered.select([c for c, _ in BASE_COLUMNS])
-        for name, values in (
+        rows = values("_row", np.int64)
+        out = work
+        for name, computed in (
             ("rn", s.rn),
             ("owner_mask", s.owner_mask),
             ("fail_mask", s.fail_mask),
@@ -507,49 +598,55 @@ class Analytics:
             ("repeat", s.repeat),
             ("reused", s.reused),
         ):
-            out = out.append_column(name, pa.array(values))
-        db.register("structured", out)
-        try:
-            db.execute("BEGIN TRANSACTION")
-            db.execute("DELETE FROM calls WHERE session_id IN (SELECT session_id FROM touched)")
-            db.execute("INSERT INTO calls SELECT * FROM structured")
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        finally:
-            db.unregister("structured")
-            for temp in ("delta", "touched", "work"):
-                db.execute(f"DROP TABLE IF EXISTS {temp}")
-        self._rows = self._count()
-        self._watermark = max(
-            self._watermark, self._scalar("SELECT coalesce(max(updated_ns), 0) FROM calls")
-        )
-        return read, changed, sessions
+            placed = np.empty(n, dtype=computed.dtype)
+            placed[rows] = computed
+            out = out.append_column(name, pa.array(placed))
+        return out
 
     def _scalar(self, sql: str) -> int:
         rows = self._db.execute(sql).fetchall()
         return int(rows[0][0]) if rows and rows[0][0] is not None else 0
 
+    def _snapshot_if_due(self) -> None:
+        if self._snapshot_due:
+            self._snapshot_due = False
+            self._write_snapshot()
+
     def _write_snapshot(self) -> None:
+        """Write the copy to the snapshot on a thread of its own (its own DuckDB connection
+        to the copy, which reads one consistent state of it while syncs go on): the first
+        answers do not wait for it. One at a time; the next sync writes what this one
+        missed."""
         path = self._snapshot
-        if path is None:
+        if path is None or not self.wait_for_snapshot(timeout=0):
             return
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         meta = {"version": _SNAPSHOT_VERSION, "url": self.url, "watermark": str(self._watermark)}
+        self._since_snapshot = 0
+        self._snapshotting = threading.Thread(
+            target=self._copy_to_snapshot,
+            args=(self._db.cursor(), path, meta),
+            name="intentrace-analytics-snapshot",
+        )
+        self._snapshotting.start()
+
+    def _copy_to_snapshot(self, db: Any, path: Path, meta: dict[str, str]) -> None:
+        # a watermark older than the state copied only makes the next process re-read a
+        # little (anchors it already holds are skipped), never miss anything
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         options = ", ".join(f"{k}: '{v.replace(chr(39), chr(39) * 2)}'" for k, v in meta.items())
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._db.execute(
+            db.execute(
                 f"COPY calls TO '{str(tmp).replace(chr(39), chr(39) * 2)}' "
                 f"(FORMAT parquet, KV_METADATA {{{options}}})"
             )
             tmp.replace(path)
-            self._since_snapshot = 0
         except (OSError, duckdb.Error) as exc:
             logger.warning("intentrace analytics: no snapshot at %s: %s", path, exc)
             self._snapshot = None
             tmp.unlink(missing_ok=True)
+        finally:
+            db.close()
 
     # --- answers -----------------------------------------------------------------------------
     def run(
@@ -564,10 +661,12 @@ class Analytics:
         resolved = analysis.resolve(params)
         with self._lock:
             if sync and time.monotonic() - self._synced_at >= self.options.max_staleness_seconds:
-                self.sync()
+                self._sync()
             self._ensure_loaded()
             sql, binds = analysis.sql(resolved)
             rows = self._db.execute(sql, binds).fetchall()
+            if sync:
+                self._snapshot_if_due()
         return Result(
             name=name,
             title=analysis.title,
@@ -583,7 +682,7 @@ class Analytics:
         done: dict[str, Result] = {}
         with self._lock:
             if time.monotonic() - self._synced_at >= self.options.max_staleness_seconds:
-                self.sync()
+                self._sync()
             for panel in dashboard.panels:
                 resolved = get_analysis(panel.analysis).resolve(panel.params)
                 key = panel.analysis + json.dumps(resolved, sort_keys=True)
@@ -591,6 +690,7 @@ class Analytics:
                 if result is None:
                     result = done[key] = self.run(panel.analysis, resolved, sync=False)
                 out.append((panel, result))
+            self._snapshot_if_due()
         return out
 
     def ledger_sql(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -609,12 +709,14 @@ class Analytics:
             AnalyticsError: the statement failed (one line).
         """
         with self._lock:
-            self.sync()
+            self._sync()
             try:
                 cursor = self._db.execute(sql)
                 rows = cursor.fetchall()
             except duckdb.Error as exc:
                 text = str(exc).strip().splitlines()
                 raise AnalyticsError(f"SQL error: {text[0] if text else exc}") from None
+            finally:
+                self._snapshot_if_due()
             columns = tuple(d[0] for d in cursor.description or ())
         return Result(name="sql", title=sql, columns=columns, rows=rows)

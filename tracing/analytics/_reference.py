@@ -44,7 +44,7 @@ class _Call:
     chars: int
     hidden: bool
     names_tool: bool
-    args: bytes | None
+    args: str | None
 
 
 def _calls(anchors: Iterable[Mapping[str, Any]]) -> list[_Call]:
@@ -124,7 +124,7 @@ def precursors(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]
 
 def vague_intents(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     generic = set(generic_vocabulary(p["generic_words"]))
-    arg_sets: dict[tuple[str, str, str], set[bytes]] = defaultdict(set)
+    arg_sets: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     for c in calls:
         if c.norm is not None:
             key = (c.session_id, c.tool_name, c.norm)
@@ -169,7 +169,7 @@ def redundancy(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]
             if c.batch_id is not None:
                 batch_sizes[c.batch_id] += 1
         seen_intents: set[tuple[str, str]] = set()
-        last_equivalent: dict[tuple[str, bytes], _Call] = {}
+        last_equivalent: dict[tuple[str, str], _Call] = {}
         for c in items:
             key = c.tool_name if p["by"] == "tool" else c.session_id
             s = stats[key]

@@ -23,11 +23,15 @@ of whole sessions in ``(session_id, seq, tool_call_id)`` order; strings arrive a
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
+
+_pyarrow: Any = importlib.import_module("pyarrow")
+"""pyarrow (untyped): its hash-based dictionary encoding numbers distinct values."""
 
 MAX_WINDOW: Final = 32
 """Largest precursor window ``k`` the masks support."""
@@ -69,21 +73,45 @@ class Structure:
     reused: Bools
 
 
-def _runs(keys: list[npt.NDArray[np.generic]], order: I64) -> Bools:
-    """For rows taken in ``order``: True where a new run of equal keys starts."""
-    n = len(order)
-    start = np.zeros(n, dtype=np.bool_)
-    if n == 0:
-        return start
-    start[0] = True
-    for key in keys:
-        k = key[order]
-        start[1:] |= k[1:] != k[:-1]
-    return start
+def _dense(key: npt.NDArray[np.generic]) -> I64:
+    """Dense numbers (0..distinct-1) for the values of ``key`` (hash-based, no sort)."""
+    codes: I64 = _pyarrow.array(key).dictionary_encode().indices.to_numpy().astype(np.int64)
+    return codes
+
+
+_LIMIT: Final = 1 << 62
+
+
+def _combine(*codes: I64) -> I64:
+    """One int64 key per row that is equal exactly when every one of ``codes`` (non-negative)
+    is; renumbered densely only when the product of the ranges would overflow."""
+    key = codes[0]
+    for more in codes[1:]:
+        width = int(more.max(initial=0)) + 1
+        if (int(key.max(initial=0)) + 1) * width >= _LIMIT:
+            key = _dense(key)
+        key = key * width + more
+    return key
+
+
+def _in_order(key: I64) -> tuple[I64, Bools]:
+    """The rows grouped by ``key``, each group in row order (a stable sort: the keys are
+    session-major and rows come in session order, so this is mostly a merge of runs), and
+    where each group starts in that order."""
+    order = np.argsort(key, kind="stable").astype(np.int64)
+    start = np.ones(len(order), dtype=np.bool_)
+    if len(order):
+        grouped = key[order]
+        start[1:] = grouped[1:] != grouped[:-1]
+    return order, start
 
 
 def compute(rows: SessionRows) -> Structure:
-    """The session-dependent columns of every call (see the module docstring)."""
+    """The session-dependent columns of every call (see the module docstring).
+
+    Rows come in session order, so within a session row order is ``rn`` order: every
+    "earlier"/"next" below is a stable sort (or a hash lookup) on dense group codes, not a
+    multi-key sort."""
     n = len(rows.session)
     session_start = np.ones(n, dtype=np.bool_)
     if n:
@@ -97,9 +125,11 @@ def compute(rows: SessionRows) -> Structure:
     fail_mask = np.zeros(n, dtype=np.int64)
     owner = rows.owner.astype(np.int64)
     failed = rows.failed.astype(np.int64)
+    shifted = np.empty(n, dtype=np.int64)  # one scratch array, not 64 temporaries
     for d in range(1, min(MAX_WINDOW, n - 1) + 1):
-        owner_mask[:-d] |= owner[d:] << (d - 1)
-        fail_mask[:-d] |= failed[d:] << (d - 1)
+        for bits, mask in ((owner, owner_mask), (failed, fail_mask)):
+            np.left_shift(bits[d:], d - 1, out=shifted[:-d])
+            np.bitwise_or(mask[:-d], shifted[:-d], out=mask[:-d])
     if n:
         lasts = np.append(firsts[1:], n) - 1
         left = np.minimum(lasts[sid] - np.arange(n, dtype=np.int64), MAX_WINDOW)
@@ -107,58 +137,59 @@ def compute(rows: SessionRows) -> Structure:
         owner_mask &= keep
         fail_mask &= keep
 
-    def next_gap(key: U64) -> I64:
+    intent, phrase = _dense(rows.intent), _dense(rows.phrase)
+    batch, tool, args = _dense(rows.batch), _dense(rows.tool), _dense(rows.args)
+
+    def next_gap(key: I64) -> I64:
         gap = np.full(n, -1, dtype=np.int64)
         idx = np.flatnonzero(rows.has_intent)
         if len(idx) < 2:
             return gap
-        order = idx[np.lexsort((rn[idx], key[idx], sid[idx]))]
-        same_next = (sid[order[1:]] == sid[order[:-1]]) & (key[order[1:]] == key[order[:-1]])
-        here, nxt = order[:-1][same_next], order[1:][same_next]
+        order, start = _in_order(_combine(sid[idx], key[idx]))
+        same_next = ~start[1:]
+        here, nxt = idx[order[:-1][same_next]], idx[order[1:][same_next]]
         gap[here] = rn[nxt] - rn[here]
         return gap
 
-    gap_intent = next_gap(rows.intent)
-    gap_phrase = next_gap(rows.phrase)
+    gap_intent = next_gap(intent)
+    gap_phrase = next_gap(phrase)
 
     sibling = np.zeros(n, dtype=np.bool_)
     idx = np.flatnonzero(rows.has_batch)
     if len(idx):
-        order = idx[np.lexsort((rows.batch[idx], sid[idx]))]
-        starts = np.flatnonzero(_runs([sid, rows.batch], order))
-        sizes = np.diff(np.append(starts, len(order)))
-        sibling[order] = np.repeat(sizes, sizes) > 1
+        order, start = _in_order(_combine(sid[idx], batch[idx]))
+        sizes = np.diff(np.append(np.flatnonzero(start), len(order)))
+        sibling[idx[order]] = np.repeat(sizes, sizes) > 1
 
     dup_sibling = np.zeros(n, dtype=np.bool_)
     idx = np.flatnonzero(rows.has_batch & rows.has_intent)
     if len(idx):
-        order = idx[np.lexsort((rn[idx], rows.intent[idx], rows.batch[idx], sid[idx]))]
-        dup_sibling[order] = ~_runs([sid, rows.batch, rows.intent], order)
+        order, start = _in_order(_combine(sid[idx], batch[idx], intent[idx]))
+        dup_sibling[idx[order]] = ~start
 
     repeat = np.zeros(n, dtype=np.bool_)
     idx = np.flatnonzero(rows.has_args)
     if len(idx):
-        order = idx[np.lexsort((rn[idx], rows.args[idx], rows.tool[idx], sid[idx]))]
-        first = _runs([sid, rows.tool, rows.args], order)
+        order, first = _in_order(_combine(sid[idx], tool[idx], args[idx]))
+        in_order = idx[order]
         prev_failed = np.zeros(len(order), dtype=np.bool_)
-        prev_failed[1:] = rows.failed[order[:-1]]
-        repeat[order] = ~first & ~prev_failed
+        prev_failed[1:] = rows.failed[in_order[:-1]]
+        repeat[in_order] = ~first & ~prev_failed
 
     reused = np.zeros(n, dtype=np.bool_)
     idx = np.flatnonzero(rows.has_intent)
     if len(idx):
-        has_args = rows.has_args.astype(np.int64)
-        order = idx[
-            np.lexsort((rows.args[idx], has_args[idx], rows.intent[idx], rows.tool[idx], sid[idx]))
-        ]
-        group_start = _runs([sid, rows.tool, rows.intent], order)
-        new_value = rows.has_args[order] & (
-            _runs([sid, rows.tool, rows.intent, has_args, rows.args], order)
-        )
+        group = _combine(sid[idx], tool[idx], intent[idx])
+        has_args = rows.has_args[idx]
+        order, value_start = _in_order(_combine(group, has_args.astype(np.int64), args[idx]))
+        grouped = group[order]
+        group_start = np.ones(len(order), dtype=np.bool_)
+        group_start[1:] = grouped[1:] != grouped[:-1]
+        new_value = has_args[order] & value_start
         starts = np.flatnonzero(group_start)
         distinct = np.add.reduceat(new_value.astype(np.int64), starts)
         sizes = np.diff(np.append(starts, len(order)))
-        reused[order] = np.repeat(distinct, sizes) > 1
+        reused[idx[order]] = np.repeat(distinct, sizes) > 1
 
     return Structure(
         rn=rn,
