@@ -234,3 +234,52 @@ def test_a_large_batch_with_replayed_and_badly_typed_rows(
     assert len({r["seq"] for r in rows}) == 100
     stats = second.stats()
     assert stats["written"] == 100 and stats["dropped"] == 0
+
+
+def test_many_rows_a_statement_both_ways(open_fresh: Callable[..., Ledger]) -> None:
+    # 1 500 new calls in one batch (statements of 1 024, 256, 128, ... rows), then their settles
+    # in the next (two sets of changed columns, each updated many rows a statement).
+    from tracing.ledger import LedgerOptions
+
+    ledger = open_fresh(options=LedgerOptions(flush_interval_millis=60_000))
+    n = 1_500
+    for i in range(n):
+        ledger.record(start(f"m{i}", session=f"s{i % 3}", intent=f"Call {i}", turn=1))
+    written(ledger)
+    for i in range(n):
+        if i % 2:
+            ledger.record(settle(f"m{i}", outcome=f"Done {i}", end_ns=T0 + i))
+        else:
+            ledger.record(settle(f"m{i}", "error", error=f"Failed {i}"))
+    written(ledger)
+    rows = [r for s in ("s0", "s1", "s2") for r in ledger.session_anchors(s)]
+    assert len(rows) == n
+    for r in rows:
+        i = int(r["tool_call_id"][1:])
+        assert r["intent"] == f"Call {i}" and r["session_id"] == f"s{i % 3}"
+        if i % 2:
+            assert (r["status"], r["outcome"], r["end_ns"]) == ("success", f"Done {i}", T0 + i)
+        else:
+            assert (r["status"], r["error"]) == ("error", f"Failed {i}")
+    for s in ("s0", "s1", "s2"):
+        mine = ledger.session_anchors(s)
+        numbers = [r["seq"] for r in mine] + [r["settle_seq"] or 0 for r in mine]
+        assert sorted(numbers) == list(range(1, 2 * len(mine) + 1))
+    assert ledger.stats()["written"] == 2 * n
+
+
+def test_a_row_another_writer_changed_is_read_again(open_fresh: Callable[..., Ledger]) -> None:
+    # The first writer keeps the rows of its last batch in memory; another writer settles one
+    # of them meanwhile. A late live write from the first must see the settled row, not the
+    # one it remembers: it only fills what is still empty.
+    first, second = open_fresh(), open_fresh()
+    first.record(start("x", intent="Searching"))
+    written(first)
+    second.record(settle("x", outcome="Found it"))
+    written(second)
+    first.record(start("x", intent="Searching again", agent_id="coder"))
+    written(first)
+    row = get(first, "x")
+    assert (row["status"], row["intent"], row["outcome"]) == ("success", "Searching", "Found it")
+    assert row["agent_id"] == "coder"
+    assert row["settle_seq"] == 2

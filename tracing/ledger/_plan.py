@@ -10,7 +10,8 @@ transaction), then ``plan_batch`` replays the batch's writes in arrival order on
 * a settled status is never overwritten by a live one: a live write for a settled call only fills
   columns that are still NULL, other than the label and its inputs (intent, outcome);
 * ``seq`` (first write, or a move to another session) and ``settle_seq`` (first settle) come from
-  the session's counter in event order; the store hands out the ranges, ``assign`` fills them in;
+  the session's counter in event order: planning counts each session's numbers (a call keeps its
+  offsets in the batch), the store hands out the ranges, ``assign`` adds their starts;
 * a ``streaming`` write (a stream tap) for a call already past streaming (in flight, in the
   background or settled) never rewinds it: it only fills columns that are still NULL, never the
   status, the label or what the label is made of.
@@ -24,7 +25,6 @@ from __future__ import annotations
 import json
 import operator
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
@@ -89,13 +89,12 @@ class Update:
 
 
 # A call being planned is a small list (cheaper than an object on this hot path):
-_ROW, _STORED, _RID, _FRESH, _PENDING, _DEFAULTED, _TOKEN = range(7)
+_ROW, _STORED, _RID, _FRESH, _DEFAULTED, _SEQ_AT, _SETTLE_AT, _SETTLE_IN = range(8)
 # _ROW: the row as it will be; _STORED/_RID: the stored state (None: new) and SQLite rowid;
-# _FRESH: the label came from a writer (else resolved with frame_label); _PENDING: a
-# settle_seq ticket was taken; _DEFAULTED: start_ns was not given; _TOKEN: number of the
-# call's latest seq ticket (a call that moves session takes a new one; the last one wins).
-_SEQ, _SETTLE, _BLOCK = range(3)
-_TICKET_SESSION: Final = operator.itemgetter(0)
+# _FRESH: the label came from a writer (else resolved with frame_label); _DEFAULTED: start_ns
+# was not given; _SEQ_AT: offset of the call's seq in its session's numbers in this batch (-1:
+# none taken; a call that moves session takes a new one, and the number it leaves stays
+# unused); _SETTLE_AT/_SETTLE_IN: offset of its settle_seq (-1: none) and in which session.
 
 
 @dataclass
@@ -103,10 +102,11 @@ class BatchPlan:
     """The outcome of planning one batch."""
 
     calls: dict[str, list[Any]] = field(default_factory=lambda: {})
-    tickets: list[tuple[str, list[Any], int, int]] = field(default_factory=lambda: [])
-    """(session, call or block, kind, token): who gets each number, in event order."""
+    counts: dict[str, int] = field(default_factory=lambda: {})
+    """Sequence numbers taken so far in each session (in event order: offsets 0, 1, ...)."""
     sessions: dict[str, SessionDelta] = field(default_factory=lambda: {})
-    activities: list[tuple[Activity, list[Any]]] = field(default_factory=lambda: [])
+    activities: list[tuple[Activity, int]] = field(default_factory=lambda: [])
+    """Each activity and the offset of its number in its session."""
     invalid: int = 0
     inserts: list[tuple[Any, ...]] = field(default_factory=lambda: [])
     updates: list[Update] = field(default_factory=lambda: [])
@@ -238,7 +238,7 @@ def plan_batch(
     """
     plan = BatchPlan()
     calls = plan.calls
-    tickets = plan.tickets
+    counts = plan.counts
     floors: list[TurnFloor] = []
     settled = SETTLED_STATUSES
     statuses = _STATUSES
@@ -269,9 +269,9 @@ def plan_batch(
             # (a None session_id fails the NOT NULL constraint: the careful replay fixes it)
         elif item.__class__ is Activity:
             activity = cast(Activity, item)
-            ticket: list[Any] = [0]
-            plan.activities.append((activity, ticket))
-            tickets.append((activity.session_id, ticket, _BLOCK, 0))
+            at = counts.get(activity.session_id, 0)
+            counts[activity.session_id] = at + 1
+            plan.activities.append((activity, at))
             continue
         elif item.__class__ is TurnFloor:
             floors.append(cast(TurnFloor, item))
@@ -290,26 +290,29 @@ def plan_batch(
             if found is None:
                 # A call never seen before (the common case).
                 row = {**empty, **write}
-                call = calls[call_id] = [row, None, None, "label" in write, False, False, 1]
+                session = row["session_id"]
+                at = counts.get(session, 0)
+                if status in settled:
+                    counts[session] = at + 2
+                    call = [row, None, None, "label" in write, False, at, at + 1, session]
+                else:
+                    counts[session] = at + 1
+                    call = [row, None, None, "label" in write, False, at, -1, None]
+                calls[call_id] = call
                 if row["start_ns"] is None:
                     end = row["end_ns"]
                     row["start_ns"] = end if end is not None else now_ns
                     call[_DEFAULTED] = True
-                session = row["session_id"]
-                tickets.append((session, call, _SEQ, 1))
-                if status in settled:
-                    call[_PENDING] = True
-                    tickets.append((session, call, _SETTLE, 0))
                 continue
             rid, loaded = found
-            call = calls[call_id] = [dict(loaded), loaded, rid, True, False, False, 0]
+            call = calls[call_id] = [dict(loaded), loaded, rid, True, False, -1, -1, None]
         else:
             row = call[_ROW]
             if (
                 status in settled
                 and row["status"] not in settled
                 and "session_id" not in write
-                and not call[_PENDING]
+                and call[_SETTLE_AT] < 0
                 and row["settle_seq"] is None
             ):
                 # The settle of a call started in this batch (the common case), inlined.
@@ -317,10 +320,13 @@ def plan_batch(
                 call[_FRESH] = "label" in write
                 if "start_ns" in write:
                     call[_DEFAULTED] = False
-                call[_PENDING] = True
-                tickets.append((row["session_id"], call, _SETTLE, 0))
+                session = row["session_id"]
+                at = counts.get(session, 0)
+                counts[session] = at + 1
+                call[_SETTLE_AT] = at
+                call[_SETTLE_IN] = session
                 continue
-        _further(call, write, status, tickets)
+        _further(call, write, status, counts)
     _sessions(plan, floors)
     return plan
 
@@ -329,7 +335,7 @@ def _further(
     call: list[Any],
     write: dict[str, Any],
     status: str,
-    tickets: list[tuple[str, list[Any], int, int]],
+    counts: dict[str, int],
 ) -> None:
     """A further write of a call (stored, or already seen in this batch)."""
     row: dict[str, Any] = call[_ROW]
@@ -352,17 +358,20 @@ def _further(
         call[_DEFAULTED] = False
     session = row["session_id"]
     if session != old_session:
-        call[_TOKEN] += 1
-        tickets.append((session, call, _SEQ, call[_TOKEN]))
-    if status in SETTLED_STATUSES and row["settle_seq"] is None and not call[_PENDING]:
-        call[_PENDING] = True
-        tickets.append((session, call, _SETTLE, 0))
+        at = counts.get(session, 0)
+        counts[session] = at + 1
+        call[_SEQ_AT] = at
+    if status in SETTLED_STATUSES and row["settle_seq"] is None and call[_SETTLE_AT] < 0:
+        at = counts.get(session, 0)
+        counts[session] = at + 1
+        call[_SETTLE_AT] = at
+        call[_SETTLE_IN] = session
 
 
 def _sessions(plan: BatchPlan, floors: list[TurnFloor]) -> None:
     """Resolve labels and durations, and sum up what each session needs."""
     deltas = plan.sessions
-    for session, slots in Counter(map(_TICKET_SESSION, plan.tickets)).items():
+    for session, slots in plan.counts.items():
         deltas[session] = SessionDelta(slots=slots)
     for call in plan.calls.values():
         row = call[_ROW]
@@ -409,22 +418,17 @@ def assign(plan: BatchPlan, bases: Mapping[str, int], *, updated_ns: int) -> int
     ``bases[session]`` is the first number of the session's range. Each written row gets a
     distinct ``updated_ns`` from ``updated_ns`` upwards; returns the next unused value.
     """
-    numbers = dict(bases)
-    for session, target, kind, token in plan.tickets:
-        number = numbers[session]
-        numbers[session] = number + 1
-        if kind == _SEQ:
-            if token == target[_TOKEN]:  # (a seq left behind by a move stays unused)
-                target[_ROW]["seq"] = number
-        elif kind == _SETTLE:
-            target[_ROW]["settle_seq"] = number
-        else:
-            target[0] = number
     stamp = updated_ns
     inserts = plan.inserts
     row_tuple = _ROW_TUPLE
     for call in plan.calls.values():
         row = call[_ROW]
+        at = call[_SEQ_AT]
+        if at >= 0:
+            row["seq"] = bases[row["session_id"]] + at
+        at = call[_SETTLE_AT]
+        if at >= 0:
+            row["settle_seq"] = bases[call[_SETTLE_IN]] + at
         stored = call[_STORED]
         if stored is None:
             row["updated_ns"] = stamp
@@ -433,12 +437,18 @@ def assign(plan: BatchPlan, bases: Mapping[str, int], *, updated_ns: int) -> int
             continue
         values = {c: v for c in _UPDATABLE if (v := row[c]) is not NOT_LOADED and v != stored[c]}
         if values:
-            values["updated_ns"] = stamp
+            values["updated_ns"] = row["updated_ns"] = stamp
             stamp += 1
             plan.updates.append(Update(row["tool_call_id"], call[_RID], values))
-    for activity, ticket in plan.activities:
+    for activity, at in plan.activities:
         plan.blocks.append(
-            (activity.session_id, activity.batch_id, activity.turn, activity.label, ticket[0])
+            (
+                activity.session_id,
+                activity.batch_id,
+                activity.turn,
+                activity.label,
+                bases[activity.session_id] + at,
+            )
         )
     return stamp
 
@@ -452,6 +462,17 @@ def loaded_row(values: Iterable[Any]) -> dict[str, Any]:
     row["args"] = None if vals[n] else NOT_LOADED
     row["result"] = None if vals[n + 1] else NOT_LOADED
     return row
+
+
+def as_stored(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored state a lookup would load for a row planned here (``args``/``result`` as
+    flags): the writer keeps the rows of its last batch, and reads back only their stamps."""
+    loaded = dict(row)
+    if loaded["args"] is not None:
+        loaded["args"] = NOT_LOADED
+    if loaded["result"] is not None:
+        loaded["result"] = NOT_LOADED
+    return loaded
 
 
 def column_index(column: str) -> int:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import sqlite3
 import threading
 from collections.abc import Generator, Mapping, Sequence
@@ -18,24 +20,53 @@ from tracing.ledger._store import LIVE_SQL, LOOKUP_COLUMNS, Store
 
 _CHUNK = 900
 _ROW_MARKS = f"({', '.join('?' for _ in ANCHOR_COLUMNS)})"
-_INSERT_SQL = f"INSERT INTO anchors ({', '.join(ANCHOR_COLUMNS)}) VALUES {_ROW_MARKS}"
-_ROWS_PER_INSERT = 32
-"""Rows per INSERT statement (32 x 23 parameters stays under SQLite's oldest 999 limit).
-Python's sqlite3 releases the GIL around every statement step: one step per 32 rows spares
-the app's threads a GIL hand-off per row (measured in bench/ledger.py: the writer's CPU per
-call at 200k rows 44 -> 40 us)."""
-_INSERT_MANY_SQL = f"INSERT INTO anchors ({', '.join(ANCHOR_COLUMNS)}) VALUES " + ", ".join(
-    [_ROW_MARKS] * _ROWS_PER_INSERT
-)
+_MAX_ROWS_PER_INSERT = 1024
+"""Most rows per INSERT statement (fewer when the build's parameter limit is lower: 999 in
+SQLite before 3.32). Python's sqlite3 releases the GIL around every statement step, and a
+thread that wants it back waits until the thread holding it lets go (up to the interpreter's
+5 ms switch interval): few, large steps spare the writer that wait while other threads run
+Python (measured in bench/ledger.py)."""
+_MAX_ROWS_PER_UPDATE = 64
+_UPDATE_FROM = sqlite3.sqlite_version_info >= (3, 33, 0)
+"""UPDATE ... FROM: SQLite 3.33 and later."""
 _ALLOCATE_SQL = (
-    "INSERT INTO sessions (session_id, next_seq, last_turn, first_ns, last_ns) "
-    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
+    "INSERT INTO sessions (session_id, next_seq, last_turn, first_ns, last_ns) VALUES {values} "
+    "ON CONFLICT (session_id) DO UPDATE SET "
     "next_seq = next_seq + excluded.next_seq - 1, "
     "last_turn = max(last_turn, excluded.last_turn), "
     "first_ns = coalesce(min(first_ns, excluded.first_ns), first_ns, excluded.first_ns), "
-    "last_ns = coalesce(max(last_ns, excluded.last_ns), last_ns, excluded.last_ns) "
-    "RETURNING next_seq"
+    "last_ns = coalesce(max(last_ns, excluded.last_ns), last_ns, excluded.last_ns)"
 )
+_SESSION_MARKS = "(?, ?, ?, ?, ?)"
+
+
+def _limit(conn: sqlite3.Connection) -> int:
+    """Most parameters one statement may have."""
+    try:
+        return conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    except (AttributeError, sqlite3.Error):  # (a connection that does not tell)
+        return 999
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+@functools.lru_cache(maxsize=16)
+def _insert_sql(rows: int) -> str:
+    return f"INSERT INTO anchors ({', '.join(ANCHOR_COLUMNS)}) VALUES " + ", ".join(
+        [_ROW_MARKS] * rows
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _update_sql(columns: tuple[str, ...], rows: int) -> str:
+    """UPDATE of ``columns`` by rowid; ``rows`` > 1: that many rows (rowid, values...) at once."""
+    if rows == 1:
+        return f"UPDATE anchors SET {', '.join(f'{c} = ?' for c in columns)} WHERE rowid = ?"
+    sets = ", ".join(f"{c} = v.column{i + 2}" for i, c in enumerate(columns))
+    marks = ", ".join([f"({_marks(len(columns) + 1)})"] * rows)
+    return f"UPDATE anchors SET {sets} FROM (VALUES {marks}) AS v WHERE anchors.rowid = v.column1"
 
 
 class SQLiteStore(Store):
@@ -129,9 +160,9 @@ class SQLiteStore(Store):
         found: dict[str, tuple[Any, dict[str, Any]]] = {}
         for start in range(0, len(ids), _CHUNK):
             chunk = ids[start : start + _CHUNK]
-            marks = ", ".join("?" for _ in chunk)
             rows = conn.execute(
-                f"SELECT rowid, {LOOKUP_COLUMNS} FROM anchors WHERE tool_call_id IN ({marks})",
+                f"SELECT rowid, {LOOKUP_COLUMNS} FROM anchors "
+                f"WHERE tool_call_id IN ({_marks(len(chunk))})",
                 chunk,
             ).fetchall()
             for row in rows:
@@ -139,34 +170,89 @@ class SQLiteStore(Store):
                 found[loaded["tool_call_id"]] = (row[0], loaded)
         return found
 
-    def allocate(self, conn: Any, deltas: Mapping[str, SessionDelta]) -> dict[str, int]:
-        bases: dict[str, int] = {}
-        for session_id in sorted(deltas):
-            d = deltas[session_id]
-            (after,) = conn.execute(
-                _ALLOCATE_SQL, (session_id, d.slots + 1, d.last_turn, d.first_ns, d.last_ns)
+    def stamps(self, conn: Any, ids: Sequence[str]) -> dict[str, tuple[Any, int]]:
+        # One statement step for all the rows (each step hands the GIL around).
+        found: dict[str, tuple[Any, int]] = {}
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            (text,) = conn.execute(
+                "SELECT json_group_array(json_array(tool_call_id, rowid, updated_ns)) "
+                f"FROM anchors WHERE tool_call_id IN ({_marks(len(chunk))})",
+                chunk,
             ).fetchone()
-            bases[session_id] = after - d.slots
+            for cid, rid, stamp in json.loads(text):
+                found[cid] = (rid, stamp)
+        return found
+
+    def allocate(self, conn: Any, deltas: Mapping[str, SessionDelta]) -> dict[str, int]:
+        # The counters as they are, then one upsert for all the sessions: a few statement
+        # steps whatever the number of sessions.
+        names = sorted(deltas)
+        bases = dict.fromkeys(names, 1)
+        for start in range(0, len(names), _CHUNK):
+            chunk = names[start : start + _CHUNK]
+            (text,) = conn.execute(
+                "SELECT json_group_object(session_id, next_seq) FROM sessions "
+                f"WHERE session_id IN ({_marks(len(chunk))})",
+                chunk,
+            ).fetchone()
+            bases.update(json.loads(text))
+        per = max(1, min(_CHUNK, _limit(conn) // 5))
+        for start in range(0, len(names), per):
+            chunk = names[start : start + per]
+            params: list[Any] = []
+            for name in chunk:
+                d = deltas[name]
+                params += (name, d.slots + 1, d.last_turn, d.first_ns, d.last_ns)
+            values = ", ".join([_SESSION_MARKS] * len(chunk))
+            conn.execute(_ALLOCATE_SQL.format(values=values), params)
         return bases
 
     def insert(self, conn: Any, rows: Sequence[tuple[Any, ...]]) -> None:
-        per = _ROWS_PER_INSERT
-        whole = len(rows) - len(rows) % per
-        if whole:
-            chain = itertools.chain.from_iterable
-            conn.executemany(
-                _INSERT_MANY_SQL, [tuple(chain(rows[k : k + per])) for k in range(0, whole, per)]
-            )
-        if whole < len(rows):
-            conn.executemany(_INSERT_SQL, rows[whole:])
+        # Statements of a few fixed sizes (each prepared once): the most rows the parameter
+        # limit allows up to _MAX_ROWS_PER_INSERT, then halves for the rest.
+        per = _MAX_ROWS_PER_INSERT
+        most = max(1, _limit(conn) // len(ANCHOR_COLUMNS))
+        while per > most:
+            per //= 2
+        chain = itertools.chain.from_iterable
+        start, n = 0, len(rows)
+        while start < n:
+            while per > n - start:
+                per //= 2
+            end = start + per * ((n - start) // per)
+            sql = _insert_sql(per)
+            if per == 1:
+                conn.executemany(sql, rows[start:end])
+            else:
+                conn.executemany(
+                    sql, [tuple(chain(rows[k : k + per])) for k in range(start, end, per)]
+                )
+            start = end
 
     def update(self, conn: Any, updates: Sequence[Update]) -> None:
+        # Rows that change the same columns go together, up to _MAX_ROWS_PER_UPDATE to a
+        # statement (UPDATE ... FROM VALUES: one statement step for them all, see insert).
         groups: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
         for u in updates:
-            groups.setdefault(tuple(u.values), []).append((*u.values.values(), u.rid))
+            groups.setdefault(tuple(u.values), []).append((u.rid, *u.values.values()))
+        chain = itertools.chain.from_iterable
         for columns, params in groups.items():
-            sets = ", ".join(f"{c} = ?" for c in columns)
-            conn.executemany(f"UPDATE anchors SET {sets} WHERE rowid = ?", params)
+            per = _MAX_ROWS_PER_UPDATE if _UPDATE_FROM else 1
+            most = max(1, _limit(conn) // (len(columns) + 1))
+            start, n = 0, len(params)
+            while start < n:
+                while per > most or per > n - start:
+                    per //= 2
+                end = start + per * ((n - start) // per)
+                sql = _update_sql(columns, per)
+                if per == 1:
+                    conn.executemany(sql, [(*p[1:], p[0]) for p in params[start:end]])
+                else:
+                    conn.executemany(
+                        sql, [tuple(chain(params[k : k + per])) for k in range(start, end, per)]
+                    )
+                start = end
 
     def upsert_blocks(
         self, conn: Any, blocks: Sequence[tuple[str, str, int | None, str, int]]

@@ -160,6 +160,12 @@ class Store(ABC):
     def lookup(self, conn: Any, ids: Sequence[str]) -> dict[str, tuple[Any, dict[str, Any]]]:
         """Stored state of the given ids: ``{id: (rid, loaded columns)}``; locks them."""
 
+    def stamps(self, conn: Any, ids: Sequence[str]) -> dict[str, tuple[Any, int]]:
+        """``{id: (rid, updated_ns)}`` of the given stored calls (inside ``transaction``): enough
+        to tell whether rows this writer wrote are still as it left them."""
+        found = self.lookup(conn, ids)
+        return {cid: (rid, loaded["updated_ns"]) for cid, (rid, loaded) in found.items()}
+
     @abstractmethod
     def allocate(self, conn: Any, deltas: Mapping[str, SessionDelta]) -> dict[str, int]:
         """Reserve ``slots`` numbers per session and fold in the turn and times; returns the

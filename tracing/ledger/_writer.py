@@ -21,7 +21,15 @@ from typing import Any, cast
 
 from tracing._status import ABANDONED, frame_label
 from tracing.ledger._config import LedgerOptions
-from tracing.ledger._plan import Activity, TurnFloor, assign, clean_text, monotonic_ns, plan_batch
+from tracing.ledger._plan import (
+    Activity,
+    TurnFloor,
+    as_stored,
+    assign,
+    clean_text,
+    monotonic_ns,
+    plan_batch,
+)
 from tracing.ledger._store import Store
 
 logger = logging.getLogger("tracing.ledger")
@@ -79,6 +87,8 @@ class Writer:
         self._bisect_budget = 0
         self._recent: dict[str, None] = {}
         """Ids this writer wrote lately (insertion-ordered, bounded): looked up when seen again."""
+        self._last: dict[str, dict[str, Any]] = {}
+        """The rows of the last batch written, as written (see ``_stored``)."""
         self.thread = threading.Thread(
             target=self._run, name="intentrace-ledger-writer", daemon=True
         )
@@ -249,7 +259,7 @@ class Writer:
             )
         lock = store.guard()
         with lock, store.transaction(conn):
-            stored = store.lookup(conn, ids) if ids else {}
+            stored = self._stored(conn, ids, careful=careful) if ids else {}
             plan = plan_batch(
                 items, stored, now_ns=time.time_ns(), strip_nul=store.strip_nul, careful=careful
             )
@@ -263,10 +273,36 @@ class Writer:
                     for s, b, t, label, q in plan.blocks
                 ]
                 store.upsert_blocks(conn, blocks)
+        self._last = {cid: call[0] for cid, call in plan.calls.items()}
         recent.update(dict.fromkeys(plan.calls))
         if len(recent) > 2 * _RECENT_IDS:
             self._recent = dict.fromkeys(list(recent)[-_RECENT_IDS:])
         return plan.invalid
+
+    def _stored(self, conn: Any, ids: list[str], *, careful: bool) -> dict[str, Any]:
+        """Stored state of ``ids`` (inside the write transaction).
+
+        A call this writer wrote in its last batch is usually written again in the next one
+        (settled, a moment after it started). Its row is still in memory, so only its stamp is
+        read back (one statement step, where loading rows takes one per row, and each step
+        hands the GIL to the app's threads and waits to get it back); a row whose stamp
+        changed (another writer came in between) is loaded like any other.
+        """
+        store, last = self.store, self._last
+        stored: dict[str, Any] = {}
+        if last and not careful:
+            mine = [cid for cid in ids if cid in last]
+            if mine:
+                stamps = store.stamps(conn, mine)
+                for cid in mine:
+                    row = last[cid]
+                    found = stamps.get(cid)
+                    if found is not None and found[1] == row["updated_ns"]:
+                        stored[cid] = (found[0], as_stored(row))
+        rest = [cid for cid in ids if cid not in stored] if stored else ids
+        if rest:
+            stored.update(store.lookup(conn, rest))
+        return stored
 
     def _reap_live(self, cutoff_ns: int) -> None:
         """Settle live anchors not written since ``cutoff_ns`` as ``abandoned``."""
