@@ -283,3 +283,19 @@ def test_a_row_another_writer_changed_is_read_again(open_fresh: Callable[..., Le
     assert (row["status"], row["intent"], row["outcome"]) == ("success", "Searching", "Found it")
     assert row["agent_id"] == "coder"
     assert row["settle_seq"] == 2
+
+
+def test_keys_a_writer_may_not_set_are_ignored(ledger: Ledger) -> None:
+    # Unknown keys and the columns the ledger computes, on a new call, its settle in the same
+    # batch, and a later write of the stored call.
+    extra: dict[str, Any] = {"no_such_column": "x", "seq": 99, "settle_seq": 98}
+    ledger.record({**start("k", intent="Searching"), **extra})  # type: ignore[typeddict-item]
+    ledger.record({**settle("k"), "duration_ms": 5.0, "updated_ns": 1, **extra})  # type: ignore[typeddict-item]
+    ledger.record({**start("k2"), "no_such_column": "x"})  # type: ignore[typeddict-item]
+    written(ledger)
+    ledger.record({**settle("k2"), **extra})  # type: ignore[typeddict-item]
+    written(ledger)
+    k, k2 = get(ledger, "k"), get(ledger, "k2")
+    assert (k["seq"], k["settle_seq"], k["duration_ms"]) == (1, 2, 400.0)
+    assert k["updated_ns"] > 1
+    assert (k2["seq"], k2["settle_seq"], k2["status"]) == (3, 4, "success")

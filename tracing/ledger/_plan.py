@@ -264,9 +264,16 @@ def plan_batch(
             if not valid:
                 plan.invalid += 1
                 continue
-            if not writable.issuperset(write):
+            if (
+                "settle_seq" in write
+                or "seq" in write
+                or "updated_ns" in write
+                or "duration_ms" in write
+            ):
                 write = {k: v for k, v in write.items() if k in writable}
-            # (a None session_id fails the NOT NULL constraint: the careful replay fixes it)
+            # (other unknown keys are dropped below, or by the row's tuple: checking every key
+            # here would cost each write more than the rest of this check; a None session_id
+            # fails the NOT NULL constraint: the careful replay fixes it)
         elif item.__class__ is Activity:
             activity = cast(Activity, item)
             at = counts.get(activity.session_id, 0)
@@ -326,6 +333,8 @@ def plan_batch(
                 call[_SETTLE_AT] = at
                 call[_SETTLE_IN] = session
                 continue
+        if not writable.issuperset(write):
+            write = {k: v for k, v in write.items() if k in writable}
         _further(call, write, status, counts)
     _sessions(plan, floors)
     return plan
