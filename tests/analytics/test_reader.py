@@ -216,3 +216,26 @@ def test_snapshot_is_written_behind_the_answer(tmp_path: Path) -> None:
         _answers_match(second, url)
     finally:
         second.close()
+
+
+def test_a_rebuilt_copy_answers_then_takes_changes(tmp_path: Path) -> None:
+    """After a whole rebuild the copy answers from the Arrow table it was built as (no copy
+    into DuckDB first); the next change turns it into a DuckDB table, answers stay exact."""
+    url = _ledger_with_calls(tmp_path / "l.db", 40)
+    engine = Analytics(url, options=AnalyticsOptions(snapshot=False, sync_overlap_seconds=0))
+    try:
+        assert engine.sync().rebuilt
+        assert engine._arrow_calls is not None  # pyright: ignore[reportPrivateUsage]
+        _answers_match(engine, url)
+        assert engine.query("SELECT count(*) FROM calls").rows == [(40,)]
+        ledger = open_ledger(url, options=FAST)
+        try:
+            write_all(ledger, [call("late", "grep", "Looking for thing 1", status="error")])
+        finally:
+            ledger.close()
+        report = engine.sync()
+        assert (report.rebuilt, report.changed, report.rows) == (False, 1, 41)
+        assert engine._arrow_calls is None  # pyright: ignore[reportPrivateUsage]
+        _answers_match(engine, url)
+    finally:
+        engine.close()

@@ -268,6 +268,11 @@ class _Deriver:
         )
 
 
+def _max_updated(table: Any) -> int:
+    newest = _pyarrow_compute().max(table.column("updated_ns")).as_py()
+    return int(newest) if newest is not None else 0
+
+
 def _empty_base() -> Any:
     pa = _pyarrow()
     kinds = {
@@ -316,6 +321,10 @@ class Analytics:
         self._snapshot = self._snapshot_path()
         self._snapshotting: threading.Thread | None = None
         self._snapshot_due = False
+        self._arrow_calls: Any = None
+        """After a whole rebuild, ``calls`` is this Arrow table registered as a view (DuckDB
+        answers over it about as fast as over its own table) until the first incremental
+        change needs a table: the first answers do not wait for the copy into DuckDB."""
 
     # --- lifecycle ---------------------------------------------------------------------------
     def close(self) -> None:
@@ -361,7 +370,7 @@ class Analytics:
     def _ensure_loaded(self) -> None:
         if self._loaded:
             return
-        self._db.execute("DROP TABLE IF EXISTS calls")
+        self._drop_calls()
         self._loaded = True
         path = self._snapshot
         if path is not None and path.exists():
@@ -388,6 +397,22 @@ class Analytics:
 
     def _count(self) -> int:
         return self._scalar("SELECT count(*) FROM calls")
+
+    def _drop_calls(self) -> None:
+        if self._arrow_calls is not None:
+            self._db.unregister("calls")
+            self._arrow_calls = None
+        self._db.execute("DROP TABLE IF EXISTS calls")
+
+    def _own_table(self) -> None:
+        """Turn the Arrow-backed ``calls`` into a DuckDB table (before changing it)."""
+        if self._arrow_calls is None:
+            return
+        db = self._db
+        db.execute("CREATE OR REPLACE TABLE calls_copy AS SELECT * FROM calls")
+        db.unregister("calls")
+        self._arrow_calls = None
+        db.execute("ALTER TABLE calls_copy RENAME TO calls")
 
     def sync(self) -> SyncReport:
         """Bring the copy up to date with the ledger (and start writing the snapshot if it is
@@ -482,7 +507,7 @@ class Analytics:
         (anchors read, anchors changed, sessions recomputed)."""
         db = self._db
         if full:
-            db.execute("DROP TABLE IF EXISTS calls")
+            self._drop_calls()
             db.execute(_CALLS_DDL)
             self._rows = 0
             self._watermark = 0
@@ -509,11 +534,19 @@ class Analytics:
             finally:
                 db.unregister("delta")
             sessions = self._scalar("SELECT count(*) FROM touched")
-        db.register("structured", self._structure(work))
+        structured = self._structure(work)
+        if full:
+            db.execute("DROP TABLE calls")
+            db.register("calls", structured)
+            self._arrow_calls = structured
+            self._rows = structured.num_rows
+            self._watermark = max(self._watermark, _max_updated(structured))
+            return read, changed, sessions
+        self._own_table()
+        db.register("structured", structured)
         try:
             db.execute("BEGIN TRANSACTION")
-            if not full:
-                db.execute("DELETE FROM calls WHERE session_id IN (SELECT session_id FROM touched)")
+            db.execute("DELETE FROM calls WHERE session_id IN (SELECT session_id FROM touched)")
             db.execute("INSERT INTO calls SELECT * FROM structured")
             db.execute("COMMIT")
         except BaseException:
@@ -622,9 +655,14 @@ class Analytics:
             return
         meta = {"version": _SNAPSHOT_VERSION, "url": self.url, "watermark": str(self._watermark)}
         self._since_snapshot = 0
+        # an Arrow-backed copy is an immutable table: written as it is, with its own connection
+        # (a registered view is seen by the connection that registered it only)
+        db = self._db.cursor()
+        if self._arrow_calls is not None:
+            db.register("calls", self._arrow_calls)
         self._snapshotting = threading.Thread(
             target=self._copy_to_snapshot,
-            args=(self._db.cursor(), path, meta),
+            args=(db, path, meta),
             name="intentrace-analytics-snapshot",
         )
         self._snapshotting.start()
