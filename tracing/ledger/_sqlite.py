@@ -7,7 +7,7 @@ import itertools
 import json
 import sqlite3
 import threading
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,15 @@ def _limit(conn: sqlite3.Connection) -> int:
 
 def _marks(n: int) -> str:
     return ", ".join("?" * n)
+
+
+def _json_per_chunk(conn: Any, sql: str, keys: Sequence[str]) -> Iterator[Any]:
+    """``sql`` (its IN list written ``{marks}``; one JSON aggregate out) once per ``_CHUNK``
+    keys, each result decoded: one statement step per chunk, whatever the number of rows."""
+    for start in range(0, len(keys), _CHUNK):
+        chunk = keys[start : start + _CHUNK]
+        (text,) = conn.execute(sql.format(marks=_marks(len(chunk))), chunk).fetchone()
+        yield json.loads(text)
 
 
 @functools.lru_cache(maxsize=16)
@@ -173,14 +182,13 @@ class SQLiteStore(Store):
     def stamps(self, conn: Any, ids: Sequence[str]) -> dict[str, tuple[Any, int]]:
         # One statement step for all the rows (each step hands the GIL around).
         found: dict[str, tuple[Any, int]] = {}
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
-            (text,) = conn.execute(
-                "SELECT json_group_array(json_array(tool_call_id, rowid, updated_ns)) "
-                f"FROM anchors WHERE tool_call_id IN ({_marks(len(chunk))})",
-                chunk,
-            ).fetchone()
-            for cid, rid, stamp in json.loads(text):
+        for rows in _json_per_chunk(
+            conn,
+            "SELECT json_group_array(json_array(tool_call_id, rowid, updated_ns)) "
+            "FROM anchors WHERE tool_call_id IN ({marks})",
+            ids,
+        ):
+            for cid, rid, stamp in rows:
                 found[cid] = (rid, stamp)
         return found
 
@@ -189,14 +197,13 @@ class SQLiteStore(Store):
         # steps whatever the number of sessions.
         names = sorted(deltas)
         bases = dict.fromkeys(names, 1)
-        for start in range(0, len(names), _CHUNK):
-            chunk = names[start : start + _CHUNK]
-            (text,) = conn.execute(
-                "SELECT json_group_object(session_id, next_seq) FROM sessions "
-                f"WHERE session_id IN ({_marks(len(chunk))})",
-                chunk,
-            ).fetchone()
-            bases.update(json.loads(text))
+        for counters in _json_per_chunk(
+            conn,
+            "SELECT json_group_object(session_id, next_seq) FROM sessions "
+            "WHERE session_id IN ({marks})",
+            names,
+        ):
+            bases.update(counters)
         per = max(1, min(_CHUNK, _limit(conn) // 5))
         for start in range(0, len(names), per):
             chunk = names[start : start + per]
