@@ -273,19 +273,6 @@ def _max_updated(table: Any) -> int:
     return int(newest) if newest is not None else 0
 
 
-def _empty_base() -> Any:
-    pa = _pyarrow()
-    kinds = {
-        "VARCHAR": pa.string(),
-        "BIGINT": pa.int64(),
-        "DOUBLE": pa.float64(),
-        "INTEGER": pa.int32(),
-        "BOOLEAN": pa.bool_(),
-        "UBIGINT": pa.uint64(),
-    }
-    return pa.table({name: pa.nulls(0, kinds[kind]) for name, kind in BASE_COLUMNS})  # no pandas
-
-
 def _cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME")
     return (Path(base) if base else Path.home() / ".cache") / "intentrace"
@@ -472,8 +459,9 @@ class Analytics:
     def _fetch(self, after: int | None, *, full: bool) -> tuple[int, Any]:
         """Read the anchors with ``updated_ns > after`` and derive their columns as they
         arrive (the source reads the next table meanwhile): (anchors read, the changed ones
-        with ``BASE_COLUMNS``). Unless ``full``, anchors the copy already holds with the same
-        ``updated_ns`` (the overlap of an incremental sync) are skipped before any work."""
+        with ``BASE_COLUMNS``, or None when none changed). Unless ``full``, anchors the copy
+        already holds with the same ``updated_ns`` (the overlap of an incremental sync) are
+        skipped before any work."""
         pa = _pyarrow()
         for attempt in (1, 2):
             derive = _Deriver()
@@ -488,9 +476,7 @@ class Analytics:
                 if attempt == 2:
                     raise AnalyticsError(f"cannot read the ledger {self.url}") from None
                 continue
-            if not parts:
-                return read, _empty_base()
-            return read, self._finish(pa.concat_tables(parts))
+            return read, self._finish(pa.concat_tables(parts)) if parts else None
         raise AssertionError("unreachable")
 
     def _unknown(self, raw: Any) -> Any:
@@ -502,16 +488,16 @@ class Analytics:
         finally:
             db.unregister("fetched")
 
-    def _apply(self, read: int, delta: Any, *, full: bool) -> tuple[int, int, int]:
-        """Fold derived anchors into the copy (``full``: the copy starts empty); returns
-        (anchors read, anchors changed, sessions recomputed)."""
+    def _apply(self, read: int, delta: Any | None, *, full: bool) -> tuple[int, int, int]:
+        """Fold derived anchors (None: nothing changed) into the copy (``full``: the copy
+        starts empty); returns (anchors read, anchors changed, sessions recomputed)."""
         db = self._db
         if full:
             self._drop_calls()
             db.execute(_CALLS_DDL)
             self._rows = 0
             self._watermark = 0
-        if delta.num_rows == 0:
+        if delta is None or delta.num_rows == 0:
             return read, 0, 0
         changed = delta.num_rows
         if full:  # the copy is empty: every session is new and whole in delta

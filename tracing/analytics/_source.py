@@ -403,9 +403,3 @@ def open_source(ledger: str | Ledger | None) -> Source:
     if parsed.path is None:
         raise AnalyticsError("an in-memory ledger can only be analysed through its Ledger object")
     return SQLiteSource(parsed.url, parsed.path)
-
-
-def row_values(rows: Sequence[tuple[Any, ...]], column: str) -> list[Any]:
-    """One column of some source rows."""
-    i = SOURCE_COLUMNS.index(column)
-    return [r[i] for r in rows]
