@@ -131,16 +131,19 @@ def test_genai_args_and_result_in_events() -> None:
     assert span["name"] == "Read setup.py"
 
 
+ACME = AttributeConvention(
+    name="acme",
+    match=lambda name, attrs: attrs.get("acme.kind") == "tool",
+    tool_name_keys=("acme.tool",),
+    args_keys=("acme.args",),
+    result_keys=("acme.result",),
+)
+"""A user's own convention (spans marked ``acme.kind = tool``), used here and in setup tests."""
+
+
 def test_user_convention_first() -> None:
-    mine = AttributeConvention(
-        name="acme",
-        match=lambda name, attrs: attrs.get("acme.kind") == "tool",
-        tool_name_keys=("acme.tool",),
-        args_keys=("acme.args",),
-        result_keys=("acme.result",),
-    )
     secret = "sk-live-0123456789abcdefghijklmnopqrstuv"
-    cap = capture(registry=REGISTRY, conventions=(mine, *DEFAULT_CONVENTIONS))
+    cap = capture(registry=REGISTRY, conventions=(ACME, *DEFAULT_CONVENTIONS))
     with cap:
         _end_only(
             cap,

@@ -133,22 +133,16 @@ def test_stable_naming_argument() -> None:
 def test_a_convention_of_your_own_through_configure() -> None:
     import json
 
-    from tracing import DEFAULT_CONVENTIONS, AttributeConvention
+    from tests.tracing.test_processor_conventions import ACME
+    from tracing import DEFAULT_CONVENTIONS
 
-    mine = AttributeConvention(
-        name="acme",
-        match=lambda name, attrs: attrs.get("acme.kind") == "tool",
-        tool_name_keys=("acme.tool",),
-        args_keys=("acme.args",),
-        result_keys=("acme.result",),
-    )
     exporter = InMemorySpanExporter()
     setup = configure(
         provider=TracerProvider(),
         set_global=False,
         ledger=False,
         processors=[SimpleSpanProcessor(exporter)],
-        conventions=[mine, *DEFAULT_CONVENTIONS],
+        conventions=[ACME, *DEFAULT_CONVENTIONS],
     )
     tracer = setup.provider.get_tracer("acme")
     span = tracer.start_span("acme.step")
