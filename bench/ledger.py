@@ -202,9 +202,13 @@ def fill(raw: SQLiteRaw | PostgresRaw, target: int) -> None:
 
 # --- ours ---------------------------------------------------------------------------------
 def writer_cpu(ledger: Ledger) -> float:
-    """CPU seconds the ledger's writer thread has used (Linux: its thread CPU clock)."""
-    ident = ledger._writer.thread.ident  # pyright: ignore[reportPrivateUsage, reportOptionalMemberAccess]
-    return time.clock_gettime(time.pthread_getcpuclockid(ident))  # type: ignore[arg-type]
+    """CPU seconds the ledger's threads (the writer and its preparer) have used (Linux: their
+    thread CPU clocks)."""
+    threads = ledger._writer.threads  # pyright: ignore[reportPrivateUsage, reportOptionalMemberAccess]
+    return sum(
+        time.clock_gettime(time.pthread_getcpuclockid(t.ident))  # type: ignore[arg-type]
+        for t in threads
+    )
 
 
 def live(ledger: Ledger, starts: Sequence[dict[str, Any]], ends: Sequence[dict[str, Any]]) -> float:

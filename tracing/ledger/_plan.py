@@ -90,6 +90,8 @@ class Update:
 
 # A call being planned is a small list (cheaper than an object on this hot path):
 _ROW, _STORED, _RID, _FRESH, _DEFAULTED, _SEQ_AT, _SETTLE_AT, _SETTLE_IN = range(8)
+ROW: Final = _ROW
+RID: Final = _RID
 # _ROW: the row as it will be; _STORED/_RID: the stored state (None: new) and SQLite rowid;
 # _FRESH: the label came from a writer (else resolved with frame_label); _DEFAULTED: start_ns
 # was not given; _SEQ_AT: offset of the call's seq in its session's numbers in this batch (-1:

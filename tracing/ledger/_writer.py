@@ -1,11 +1,24 @@
-"""The ledger's one writer thread: drains a bounded queue, applies coalesced batches, retries.
+"""The ledger's one writer thread, and the thread that plans its next batch meanwhile.
 
-The app's threads only ever ``put`` onto the queue (``Ledger.record``). This thread takes
-everything queued so far (up to ``max_batch_size``), applies it as one transaction (see
-``_plan``), and on failure retries with backoff. A batch that still fails after
-``retry_attempts`` is dropped and counted; the next batch tries again, so writes resume by
-themselves when the database comes back. Errors that are the data's fault (not the
-database's) are isolated by bisection so that one bad write never takes its batch with it.
+The app's threads only ever ``put`` onto the queue (``Ledger.record``). The preparing thread
+takes everything queued so far (up to ``max_batch_size``) and plans it (see ``_plan``); the
+writer thread, the only one that touches the database, applies each batch as one transaction,
+and on failure retries with backoff. A batch that still fails after ``retry_attempts`` is
+dropped and counted; the next batch tries again, so writes resume by themselves when the
+database comes back. Errors that are the data's fault (not the database's) are isolated by
+bisection so that one bad write never takes its batch with it.
+
+Why two threads: Python's sqlite3 and psycopg release the GIL while the database works, so
+batch N+1 is planned and numbered (pure Python) while batch N is written. The preparer plans
+N+1 once the writer has numbered N, before N's rows are written: on the rows N leaves (for the
+calls N+1 writes again), from the session counters N leaves, with write times (``updated_ns``)
+above N's. Inside N+1's transaction the writer checks each assumption: the rows'
+``(rowid, updated_ns)``, the counters, the write times above the last it wrote. What does not
+hold (another writer came in between, batch N was retried), or a batch that writes again a
+call older than batch N, the writer plans or numbers itself from the database, as it would
+without the preparer: planning ahead only saves time, it never decides a result. When the
+writer has nothing else to do, the preparer hands a batch over unplanned rather than make it
+wait.
 """
 
 from __future__ import annotations
@@ -14,15 +27,18 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
 from typing import Any, cast
 
 from tracing._status import ABANDONED, frame_label
 from tracing.ledger._config import LedgerOptions
 from tracing.ledger._plan import (
+    RID,
+    ROW,
     Activity,
+    BatchPlan,
     TurnFloor,
     as_stored,
     assign,
@@ -34,6 +50,10 @@ from tracing.ledger._store import Store
 
 logger = logging.getLogger("tracing.ledger")
 
+PLAN_AHEAD = True
+"""Whether the preparer plans batches ahead (False: the writer plans each batch; for A/B runs)."""
+
+_YIELD_EVERY = 256
 _RECENT_IDS = 50_000
 """How many recently written call ids the writer remembers (about 5 MB at most)."""
 
@@ -50,6 +70,38 @@ class Flush:
 @dataclass(frozen=True, slots=True)
 class Stop:
     """Queue marker: write what came before, then end the thread."""
+
+
+@dataclass(slots=True)
+class Prepared:
+    """One batch as the preparing thread hands it to the writer."""
+
+    items: Sequence[Item]
+    number: int
+    """Batches are numbered 1, 2, ... in queue order."""
+    ids: list[str] = field(default_factory=lambda: [])
+    """Call ids of the batch this writer wrote lately: looked up (the others are taken as new)."""
+    plan: BatchPlan | None = None
+    """The batch planned ahead (None: the writer plans it)."""
+    expect: dict[str, int] = field(default_factory=lambda: {})
+    """What ``plan`` assumed stored: ``updated_ns`` of each call written again (checked)."""
+    bases: dict[str, int] = field(default_factory=lambda: {})
+    """The first number of each session's range ``plan`` was numbered with (checked)."""
+    first_stamp: int = 0
+    """The first ``updated_ns`` ``plan`` handed out (above every stamp written before)."""
+
+
+def _yielding(items: Sequence[Item]) -> Iterator[Item]:
+    """``items``, letting other threads have the GIL every ``_YIELD_EVERY`` of them.
+
+    The writer gets the GIL back after each database step only when this thread lets go (or
+    after the interpreter's 5 ms switch interval): planning lets go every few hundred writes,
+    so the writer, which is what the throughput waits for, never waits long.
+    """
+    sleep = time.sleep
+    for start in range(0, len(items), _YIELD_EVERY):
+        yield from items[start : start + _YIELD_EVERY]
+        sleep(0)
 
 
 class Writer:
@@ -75,35 +127,88 @@ class Writer:
         self.errors = 0
         self.invalid = 0
         self.reaped = 0
+        self.ahead = 0
+        """Batches written as the preparer planned and numbered them."""
+        self.replanned = 0
+        """Batches planned ahead on stored rows that had changed (planned again by the writer)."""
+        self.renumbered = 0
+        """Batches planned ahead whose numbers did not hold (another writer took some)."""
         self.recent_errors: deque[str] = deque(maxlen=20)
         self._reap_cutoff_ns: int | None = None
         reap_after = options.reap_after_seconds
         if reap and reap_after is not None and reap_after is not False:
             self._reap_cutoff_ns = time.time_ns() - int(float(reap_after) * 1e9)
         self._conn: Any = None
-        self._updated_ns = 0
+        self._stamp_lock = threading.Lock()
+        self._stamp = 0
+        """The last ``updated_ns`` handed out (by either thread; see ``_stamps``)."""
+        self._written_stamp = 0
+        """The last ``updated_ns`` the writer wrote with (a batch numbered ahead starts above)."""
+        self._counters: dict[str, int] = {}
+        """Each session's ``next_seq`` after the last batch the writer numbered (the preparer
+        numbers the next batch from it; the writer checks it against the database)."""
         self._failing = False
         self._warned: set[str] = set()
         self._bisect_budget = 0
         self._recent: dict[str, None] = {}
-        """Ids this writer wrote lately (insertion-ordered, bounded): looked up when seen again."""
+        """Ids handed to the writer lately (insertion-ordered, bounded; the preparer's): looked
+        up when seen again."""
         self._last: dict[str, dict[str, Any]] = {}
         """The rows of the last batch written, as written (see ``_stored``)."""
+        self._handoff: SimpleQueue[Prepared | Flush | Stop] = SimpleQueue()
+        """Preparer → writer, in queue order: batches and the markers between them."""
+        self._numbered = threading.Condition()
+        self._numbered_last = 0
+        """The last batch the writer numbered (or gave up on)."""
+        self._numbered_plan: BatchPlan | None = None
+        """Its plan, once numbered (None when it failed first: nothing to predict from)."""
+        self._number = 0
+        """The last batch number the preparer handed out."""
+        self._applied = 0
+        """The last batch number the writer is done with."""
+        self._dead = False
+        """Set when the writer thread ended by a bug: the preparer drops and counts."""
+        self._drop_lock = threading.Lock()
         self.thread = threading.Thread(
             target=self._run, name="intentrace-ledger-writer", daemon=True
         )
+        self.preparer = threading.Thread(
+            target=self._prepare_run, name="intentrace-ledger-preparer", daemon=True
+        )
+
+    @property
+    def threads(self) -> tuple[threading.Thread, threading.Thread]:
+        """The writer thread and the preparing thread."""
+        return self.thread, self.preparer
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
+        self.preparer.start()
         self.thread.start()
 
     def _run(self) -> None:
+        current: Prepared | None = None
         try:
             self._first_attempt()
-            while self._step():
-                pass
+            handoff = self._handoff
+            while True:
+                item = handoff.get()
+                cls = item.__class__
+                if cls is Prepared:
+                    current = cast(Prepared, item)
+                    self._apply_safely(current)
+                    current = None
+                elif cls is Flush:
+                    cast(Flush, item).done.set()
+                else:
+                    break
         except BaseException as exc:  # a bug: keep the app alive, make it visible
             self._error("writer", exc, level=logging.ERROR)
+            if current is not None:
+                self._drop(len(current.items), "the ledger's writer failed")
+            self._dead = True
+            with self._numbered:
+                self._numbered.notify_all()
             self._drain_dropping()
         finally:
             self.first_attempt.set()
@@ -122,23 +227,42 @@ class Writer:
             self.first_attempt.set()
 
     def _drain_dropping(self) -> None:
-        """The thread is ending without a database: count what is queued as dropped."""
+        """The writer thread ended without a database: count what is queued as dropped."""
+        with self._drop_lock:
+            while True:
+                try:
+                    item = self._handoff.get_nowait()
+                except Empty:
+                    break
+                if isinstance(item, Flush):
+                    item.done.set()
+                elif isinstance(item, Prepared):
+                    self.dropped += len(item.items)
+            while True:
+                try:
+                    queued = self.queue.get_nowait()
+                except Empty:
+                    return
+                if isinstance(queued, Flush):
+                    queued.done.set()
+                elif not isinstance(queued, Stop):
+                    self.taken += 1
+                    self.dropped += 1
+
+    # --- preparing ---------------------------------------------------------------------------
+    def _prepare_run(self) -> None:
         while True:
             try:
-                item = self.queue.get_nowait()
-            except Empty:
-                return
-            if isinstance(item, Flush):
-                item.done.set()
-            elif not isinstance(item, Stop):
-                self.taken += 1
-                self.dropped += 1
+                if not self._prepare_step():
+                    return
+            except Exception as exc:  # a bug: log it, go on (the writer plans what it gets)
+                self._error("prepare", exc, level=logging.ERROR)
 
-    def _step(self) -> bool:
-        """Take one batch off the queue and apply it; False once a Stop marker was seen.
+    def _prepare_step(self) -> bool:
+        """Take one batch off the queue, plan it, hand it over; False once a Stop was seen.
 
-        The writer is not woken by every write (that would cost the app a thread switch per
-        call): it sleeps ``flush_interval_millis``, or until the queue holds a full batch, or
+        Nobody is woken by every write (that would cost the app a thread switch per call):
+        this thread sleeps ``flush_interval_millis``, or until the queue holds a full batch, or
         until ``flush``/``close`` wake it.
         """
         queue = self.queue
@@ -149,7 +273,6 @@ class Writer:
         get = queue.get_nowait
         segment: list[Item] = []
         append = segment.append
-        keep_going = True
         count = 0
         while count < limit:
             try:
@@ -157,28 +280,125 @@ class Writer:
             except Empty:
                 break
             cls = item.__class__  # (one class test per write: markers are rare)
-            if cls is Flush:
-                self._apply_safely(segment)
+            if cls is Flush or cls is Stop:
+                self._hand(segment)
                 segment = []
                 append = segment.append
-                cast(Flush, item).done.set()
-            elif cls is Stop:
-                keep_going = False
+                self._handoff.put(item)  # pyright: ignore[reportArgumentType]
+                if cls is Stop:
+                    return False
             else:
                 append(item)  # pyright: ignore[reportArgumentType]
                 count += 1
-        self._apply_safely(segment)
-        return keep_going
+        self._hand(segment)
+        if self._dead:
+            self._drain_dropping()
+        return True
 
-    # --- applying ----------------------------------------------------------------------------
-    def _apply_safely(self, items: Sequence[Item]) -> None:
+    def _hand(self, items: list[Item]) -> None:
         if not items:
             return
         self.taken += len(items)
-        self._bisect_budget = 64
-        self._apply_with_retry(items)
+        self._number += 1
+        prepared = Prepared(items, self._number)
+        try:
+            self._plan_ahead(prepared)
+        except Exception as exc:  # a bug: the writer plans the batch itself
+            prepared.plan = None
+            self._error("prepare", exc, level=logging.ERROR)
+        self._handoff.put(prepared)
 
-    def _apply_with_retry(self, items: Sequence[Item], *, careful: bool = False) -> None:
+    def _plan_ahead(self, prepared: Prepared) -> None:
+        """Find the ids to look up and, where the stored state is known, plan the batch."""
+        items = prepared.items
+        recent = self._recent
+        plain: Sequence[Any] = items
+        known = [
+            cid
+            for it in plain
+            if it.__class__ is dict and (cid := it.get("tool_call_id")).__class__ is str
+        ]
+        ids = prepared.ids = list(dict.fromkeys([cid for cid in known if cid in recent]))
+        recent.update(dict.fromkeys(known))
+        if len(recent) > 2 * _RECENT_IDS:
+            self._recent = dict.fromkeys(list(recent)[-_RECENT_IDS:])
+        if not PLAN_AHEAD or self._applied >= prepared.number - 1:
+            return  # the writer has nothing else to do: it plans this batch at once, itself
+        # Planned against the batch before, once the writer numbered it: its rows are then
+        # what it writes, its sessions' counters what it leaves. A call written further back
+        # is left to the writer.
+        before = self._wait_numbered(prepared.number - 1)
+        if before is None:
+            return
+        stored: dict[str, Any] = {}
+        calls = before.calls
+        expect = prepared.expect
+        for cid in ids:
+            call = calls.get(cid)
+            if call is None:
+                return
+            row = call[ROW]
+            stored[cid] = (None, as_stored(row))
+            expect[cid] = row["updated_ns"]
+        plan = plan_batch(
+            _yielding(items),
+            stored,
+            now_ns=time.time_ns(),
+            strip_nul=self.store.strip_nul,
+            careful=False,
+        )
+        counters = self._counters
+        bases = prepared.bases = {s: counters.get(s, 1) for s in plan.sessions}
+        prepared.first_stamp = self._stamps(len(plan.calls) + 1)
+        assign(plan, bases, updated_ns=prepared.first_stamp)
+        prepared.plan = plan
+
+    def _wait_numbered(self, number: int) -> BatchPlan | None:
+        """The plan of batch ``number`` once the writer numbered it (None: not known)."""
+        with self._numbered:
+            while self._numbered_last < number:
+                if self._dead or self.abort.is_set():
+                    return None
+                self._numbered.wait(0.1)
+            return self._numbered_plan if self._numbered_last == number else None
+
+    def _numbered_now(
+        self, number: int, plan: BatchPlan | None, bases: Mapping[str, int] | None = None
+    ) -> None:
+        with self._numbered:
+            if number > self._numbered_last:
+                self._numbered_last = number
+                self._numbered_plan = plan
+                counters = self._counters
+                if plan is None or bases is None:
+                    counters.clear()  # (what happened is not known: number from the database)
+                else:
+                    if len(counters) > _RECENT_IDS:
+                        counters.clear()
+                    for session, delta in plan.sessions.items():
+                        counters[session] = bases[session] + delta.slots
+                self._numbered.notify_all()
+
+    def _stamps(self, n: int) -> int:
+        """The first of ``n`` fresh ``updated_ns`` values, above every value handed out before
+        (by either thread)."""
+        with self._stamp_lock:
+            start = monotonic_ns(self._stamp)
+            self._stamp = start + n - 1
+            return start
+
+    # --- applying ----------------------------------------------------------------------------
+    def _apply_safely(self, prepared: Prepared) -> None:
+        self._bisect_budget = 64
+        try:
+            self._apply_with_retry(prepared.items, prepared=prepared)
+        finally:
+            self._numbered_now(prepared.number, None)  # (no-op when numbered already)
+            self._applied = prepared.number
+
+    def _apply_with_retry(
+        self, items: Sequence[Item], *, careful: bool = False, prepared: Prepared | None = None
+    ) -> None:
         delay = self.options.retry_backoff_millis / 1000
         attempt = 0
         while True:
@@ -191,7 +411,7 @@ class Writer:
                 failure = exc
             else:
                 try:
-                    invalid = self._apply(items, careful=careful)
+                    invalid = self._apply(items, careful=careful, prepared=prepared)
                 except Exception as exc:
                     failure = exc
                     transient = self.store.is_transient(exc)
@@ -235,36 +455,55 @@ class Writer:
         self._apply_with_retry(items[:mid], careful=True)
         self._apply_with_retry(items[mid:], careful=True)
 
-    def _apply(self, items: Sequence[Item], *, careful: bool = True) -> int:
-        """One transaction for the batch; returns the number of invalid writes skipped."""
+    def _apply(
+        self, items: Sequence[Item], *, careful: bool = True, prepared: Prepared | None = None
+    ) -> int:
+        """One transaction for the batch; returns the number of invalid writes skipped.
+
+        The hot path (``careful=False``, a batch from the preparer): writes are plain dicts,
+        and only ids written lately are looked up; any other id is taken as new. If it was not
+        (a replay after a restart, another process), its INSERT fails and the batch is replayed
+        carefully, with every id looked up.
+        """
         store, conn = self.store, self._conn
-        recent = self._recent
-        if careful:
+        if careful or prepared is None:
+            careful = True
             found: set[Any] = {it.get("tool_call_id") for it in items if isinstance(it, Mapping)}
             ids: list[str] = [cid for cid in found if cid.__class__ is str]
         else:
-            # The hot path: writes are plain dicts, and only ids this writer wrote lately are
-            # looked up; any other id is taken as new. If it was not (a replay after a restart,
-            # another process), its INSERT fails and the batch is replayed carefully, with
-            # every id looked up.
-            plain: Sequence[Any] = items
-            ids = list(
-                dict.fromkeys(
-                    [
-                        cid
-                        for it in plain
-                        if it.__class__ is dict and (cid := it.get("tool_call_id")) in recent
-                    ]
-                )
-            )
+            ids = prepared.ids
         lock = store.guard()
         with lock, store.transaction(conn):
-            stored = self._stored(conn, ids, careful=careful) if ids else {}
-            plan = plan_batch(
-                items, stored, now_ns=time.time_ns(), strip_nul=store.strip_nul, careful=careful
-            )
+            ahead = self._planned_ahead(conn, prepared) if not careful else None
+            if ahead is None:
+                stored = self._stored(conn, ids, careful=careful) if ids else {}
+                plan = plan_batch(
+                    items, stored, now_ns=time.time_ns(), strip_nul=store.strip_nul, careful=careful
+                )
+            else:
+                plan = ahead
             bases = store.allocate(conn, plan.sessions)
-            self._updated_ns = assign(plan, bases, updated_ns=monotonic_ns(self._updated_ns)) - 1
+            if (
+                prepared is not None
+                and ahead is not None
+                and bases == prepared.bases
+                and prepared.first_stamp > self._written_stamp
+            ):
+                self._written_stamp = prepared.first_stamp + len(plan.calls)
+                self.ahead += 1
+            else:
+                if ahead is not None:
+                    self.renumbered += 1
+                # Numbered here (or ahead, from counters or stamps that did not hold).
+                plan.inserts.clear()
+                plan.updates.clear()
+                plan.blocks.clear()
+                first = self._stamps(len(plan.calls) + 1)
+                self._written_stamp = assign(plan, bases, updated_ns=first) - 1
+            if prepared is not None and not careful:
+                # The rows are final: the preparer may plan the next batch against them while
+                # this one is written (the GIL is free while the database works).
+                self._numbered_now(prepared.number, plan, bases)
             store.insert(conn, plan.inserts)
             store.update(conn, plan.updates)
             if plan.blocks:
@@ -273,11 +512,29 @@ class Writer:
                     for s, b, t, label, q in plan.blocks
                 ]
                 store.upsert_blocks(conn, blocks)
-        self._last = {cid: call[0] for cid, call in plan.calls.items()}
-        recent.update(dict.fromkeys(plan.calls))
-        if len(recent) > 2 * _RECENT_IDS:
-            self._recent = dict.fromkeys(list(recent)[-_RECENT_IDS:])
+        self._last = {cid: call[ROW] for cid, call in plan.calls.items()}
         return plan.invalid
+
+    def _planned_ahead(self, conn: Any, prepared: Prepared | None) -> BatchPlan | None:
+        """The preparer's plan when every row it assumed stored is stored as it assumed
+        (inside the write transaction); None: plan the batch here. Used once: a retry plans
+        again."""
+        if prepared is None or prepared.plan is None:
+            return None
+        plan, prepared.plan = prepared.plan, None
+        expect = prepared.expect
+        if expect:
+            stamps = self.store.stamps(conn, list(expect))
+            calls = plan.calls
+            for cid, stamp in expect.items():
+                found = stamps.get(cid)
+                if found is None or found[1] != stamp:
+                    self.replanned += 1
+                    return None
+                calls[cid][RID] = found[0]
+            for update in plan.updates:  # (only the calls it assumed stored are updated)
+                update.rid = stamps[update.tool_call_id][0]
+        return plan
 
     def _stored(self, conn: Any, ids: list[str], *, careful: bool) -> dict[str, Any]:
         """Stored state of ``ids`` (inside the write transaction).
