@@ -277,7 +277,7 @@ def throughput(
              f"best of {rounds} rounds of {calls:,} calls; median round ratio "
              f"{statistics.median(ratios):.2f}; peer: plain batched inserts of the same rows")  # fmt: skip
         if store == "sqlite":  # the work is in this process: its CPU time is the cost
-            line(f"{store} writer CPU per call vs raw CPU per row @ {at:,} rows",
+            line(f"{store} ledger threads CPU per call vs raw CPU per row @ {at:,} rows",
                  min(live_cpu) * 1e6, min(raw_cpu) * 1e6, "us",
                  "lower is better; CPU time does not depend on what else runs on the machine")  # fmt: skip
     return ours_by_size
@@ -437,8 +437,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                  "(goal <= 10 us)")  # fmt: skip
             line(f"app wall time per call, {work}-bound loop, ledger on vs off",
                  r["wall_on"] * 1e6, r["wall_off"] * 1e6, "us",
-                 f"the writer thread used {r['writer'] * 1e6:.0f} us CPU per call meanwhile: on a "
-                 "machine with a free core it runs beside the app, on a saturated one it competes")  # fmt: skip
+                 f"the ledger's threads used {r['writer'] * 1e6:.0f} us CPU per call meanwhile: on "
+                 "a machine with a free core they run beside the app, on a saturated one they "
+                 "compete")  # fmt: skip
         lat = record_latency(url, 50_000 if args.quick else 200_000)
         print(f"record() on the app thread: {lat * 1e6:.2f} us per write (mean, writer busy)")
         flood(f"sqlite:///{tmp}/flood.db", 300_000 if args.quick else 1_000_000)

@@ -68,7 +68,8 @@ class Ledger:
     """The anchor ledger (open it with ``open_ledger``).
 
     Writing (``record``, ``set_activity``) never raises and never waits for the database: it
-    puts the write on a bounded queue drained by one writer thread. Reading runs queries on a
+    puts the write on a bounded queue; one writer thread writes it (a second one plans the next
+    batch meanwhile, without touching the database). Reading runs queries on a
     separate connection and raises ``LedgerError`` (one line) when the database fails.
     """
 

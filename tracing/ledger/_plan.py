@@ -1,7 +1,8 @@
 """Turn one batch of queued writes into the rows to insert and update (no database here).
 
 The writer thread looks up the stored state of every call id in the batch (inside the write
-transaction), then ``plan_batch`` replays the batch's writes in arrival order on that state:
+transaction), or the preparing thread predicts it from the batch before (checked by the writer,
+see ``_writer``), then ``plan_batch`` replays the batch's writes in arrival order on that state:
 
 * a call id seen for the first time becomes one INSERT, however many writes it got in the batch
   (an in-flight write and its settle in the same batch are one row write);
@@ -16,8 +17,9 @@ transaction), then ``plan_batch`` replays the batch's writes in arrival order on
   background or settled) never rewinds it: it only fills columns that are still NULL, never the
   status, the label or what the label is made of.
 
-This runs on the writer thread for every write, so it is written for speed (measured in
-bench/ledger.py); tests/ledger/test_concurrency.py checks that batching never changes a result.
+This runs for every write, so it is written for speed (measured in bench/ledger.py);
+tests/ledger/test_concurrency.py checks that batching never changes a result, and
+tests/ledger/test_pipeline.py that planning ahead never does.
 """
 
 from __future__ import annotations
