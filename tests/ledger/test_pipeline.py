@@ -219,13 +219,19 @@ def test_a_busy_writer_gets_its_batches_planned_ahead(open_fresh: Callable[..., 
         assert len(set(stamps)) == len(stamps)
 
 
+def break_(monkeypatch: pytest.MonkeyPatch, method: str, message: str) -> None:
+    """Make ``Writer.<method>`` raise (a bug)."""
+
+    def broken(self: Writer, prepared: Prepared) -> None:
+        raise RuntimeError(message)
+
+    monkeypatch.setattr(Writer, method, broken)
+
+
 def test_a_preparer_bug_leaves_the_batch_to_the_writer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(self: Writer, prepared: Prepared) -> None:
-        raise RuntimeError("a bug in planning ahead")
-
-    monkeypatch.setattr(Writer, "_plan_ahead", broken)
+    break_(monkeypatch, "_plan_ahead", "a bug in planning ahead")
     with open_ledger(f"sqlite:///{tmp_path}/l.db", options=FAST) as ledger:
         ledger.record(start("x"))
         ledger.record(settle("x"))
@@ -237,10 +243,7 @@ def test_a_preparer_bug_leaves_the_batch_to_the_writer(
 def test_a_writer_bug_drops_and_counts_everything_after_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(self: Writer, prepared: Prepared) -> None:
-        raise RuntimeError("a bug in the writer")
-
-    monkeypatch.setattr(Writer, "_apply_safely", broken)
+    break_(monkeypatch, "_apply_safely", "a bug in the writer")
     with open_ledger(f"sqlite:///{tmp_path}/l.db", options=FAST) as ledger:
         for i in range(100):
             ledger.record(start(f"c{i}"))  # never raises into the app

@@ -229,25 +229,20 @@ class Writer:
     def _drain_dropping(self) -> None:
         """The writer thread ended without a database: count what is queued as dropped."""
         with self._drop_lock:
-            while True:
-                try:
-                    item = self._handoff.get_nowait()
-                except Empty:
-                    break
-                if isinstance(item, Flush):
-                    item.done.set()
-                elif isinstance(item, Prepared):
-                    self.dropped += len(item.items)
-            while True:
-                try:
-                    queued = self.queue.get_nowait()
-                except Empty:
-                    return
-                if isinstance(queued, Flush):
-                    queued.done.set()
-                elif not isinstance(queued, Stop):
-                    self.taken += 1
-                    self.dropped += 1
+            queues: tuple[SimpleQueue[Any], ...] = (self._handoff, self.queue)
+            for queue in queues:
+                while True:
+                    try:
+                        item = queue.get_nowait()
+                    except Empty:
+                        break
+                    if isinstance(item, Flush):
+                        item.done.set()
+                    elif isinstance(item, Prepared):  # (taken already)
+                        self.dropped += len(item.items)
+                    elif not isinstance(item, Stop):
+                        self.taken += 1
+                        self.dropped += 1
 
     # --- preparing ---------------------------------------------------------------------------
     def _prepare_run(self) -> None:
