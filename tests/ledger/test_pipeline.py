@@ -194,6 +194,33 @@ def test_a_batch_retried_after_numbering_makes_the_next_plan_again(
             assert y["updated_ns"] > x["updated_ns"]  # write times follow the commits
 
 
+def test_a_batch_planned_ahead_that_the_database_refuses_is_replayed_carefully(
+    tmp_path: Path,
+) -> None:
+    # Planned ahead on the fast path (no text coercion, new ids not looked up): a lone
+    # surrogate and a dict in a text column, and an id stored by another writer, fail the
+    # batch; the careful replay looks every id up and writes every row once.
+    with pipeline(f"sqlite:///{tmp_path}/l.db") as (w, other):
+        step(w, [start("x", intent="Searching")])
+        other.record(start("stored", intent="Stored elsewhere"))
+        written(other)
+        prepared = step(
+            w,
+            [
+                settle("x", outcome="Found \ud800 it"),
+                start("y", args={"q": 1}),  # pyright: ignore[reportArgumentType]
+                start("stored", intent="Replayed", agent_id="coder"),
+            ],
+        )
+        assert set(prepared.expect) == {"x"}  # planned ahead, on the row batch 1 left
+        assert w.ahead == 0  # ...and replayed carefully
+        x, y, stored = get(other, "x"), get(other, "y"), get(other, "stored")
+        assert (x["status"], x["outcome"], x["settle_seq"]) == ("success", "Found ? it", 3)
+        assert y["args"] == '{"q": 1}' and y["seq"] == 4
+        assert (stored["intent"], stored["agent_id"], stored["seq"]) == ("Replayed", "coder", 2)
+        assert w.dropped == 0 and w.written == 4
+
+
 def test_a_busy_writer_gets_its_batches_planned_ahead(open_fresh: Callable[..., Ledger]) -> None:
     # The real threads, on both stores: small batches arrive faster than they are written.
     ledger = open_fresh(options=LedgerOptions(**{**FAST.__dict__, "max_batch_size": 50}))
