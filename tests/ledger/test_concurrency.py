@@ -73,7 +73,7 @@ def test_full_queue_drops_are_counted_and_logged_once(caplog: pytest.LogCaptureF
     assert ledger.stats()["dropped"] == dropped + 1
 
 
-_write = st.fixed_dictionaries(
+any_write = st.fixed_dictionaries(
     {
         "tool_call_id": st.sampled_from(["a", "b", "c"]),
         "tool_name": st.just("search_code"),
@@ -91,7 +91,7 @@ _write = st.fixed_dictionaries(
 )
 
 
-@given(writes=st.lists(_write, max_size=12), cuts=st.sets(st.integers(1, 11), max_size=4))
+@given(writes=st.lists(any_write, max_size=12), cuts=st.sets(st.integers(1, 11), max_size=4))
 def test_batching_never_changes_the_result(writes: list[dict[str, object]], cuts: set[int]) -> None:
     """The same writes applied as one batch, one per batch, or split anywhere: same rows
     (only write times differ), and the rules hold: settled never goes back to live."""

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import tracing.ledger._writer as writer_module
 from tests.ledger.conftest import FAST
-from tests.ledger.test_concurrency import _write  # pyright: ignore[reportPrivateUsage]
+from tests.ledger.test_concurrency import any_write
 from tests.ledger.test_write import T0, get, settle, start, written
 from tracing.ledger import Ledger, LedgerOptions, open_ledger
 from tracing.ledger._writer import Prepared, Writer
@@ -77,7 +77,7 @@ _other = st.fixed_dictionaries(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    batches=st.lists(st.lists(_write, min_size=1, max_size=5), min_size=1, max_size=5),
+    batches=st.lists(st.lists(any_write, min_size=1, max_size=5), min_size=1, max_size=5),
     others=st.lists(st.lists(_other, max_size=2), min_size=5, max_size=5),
 )
 def test_planning_ahead_never_changes_the_result(
@@ -117,8 +117,8 @@ def test_planning_ahead_never_changes_the_result(
         assert w.replanned == w.renumbered == 0
 
 
-def test_a_row_another_writer_changed_is_planned_again(tmp_path: Path) -> None:
-    with pipeline(f"sqlite:///{tmp_path}/l.db") as (w, other):
+def test_a_row_another_writer_changed_is_planned_again(ledger_url: str) -> None:
+    with pipeline(ledger_url) as (w, other):
         step(w, [start("x", intent="Searching")])
 
         def meanwhile() -> None:
@@ -134,8 +134,8 @@ def test_a_row_another_writer_changed_is_planned_again(tmp_path: Path) -> None:
         assert get(other, "y")["seq"] == 3
 
 
-def test_numbers_another_writer_took_are_not_handed_out_again(tmp_path: Path) -> None:
-    with pipeline(f"sqlite:///{tmp_path}/l.db") as (w, other):
+def test_numbers_another_writer_took_are_not_handed_out_again(ledger_url: str) -> None:
+    with pipeline(ledger_url) as (w, other):
         step(w, [start("x")])
 
         def meanwhile() -> None:
