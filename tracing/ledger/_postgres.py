@@ -128,6 +128,15 @@ class PostgresStore(Store):
             found[loaded["tool_call_id"]] = (None, loaded)
         return found
 
+    def stamps(self, conn: Any, ids: Sequence[str]) -> dict[str, tuple[Any, int]]:
+        # Locked like a lookup (in the same order), but only the stamps come back.
+        rows = conn.execute(
+            "SELECT tool_call_id, updated_ns FROM anchors WHERE tool_call_id = ANY(%s) "
+            "ORDER BY tool_call_id FOR UPDATE",
+            (list(ids),),
+        ).fetchall()
+        return {cid: (None, stamp) for cid, stamp in rows}
+
     def allocate(self, conn: Any, deltas: Mapping[str, SessionDelta]) -> dict[str, int]:
         if not deltas:
             return {}
