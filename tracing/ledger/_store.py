@@ -160,11 +160,11 @@ class Store(ABC):
     def lookup(self, conn: Any, ids: Sequence[str]) -> dict[str, tuple[Any, dict[str, Any]]]:
         """Stored state of the given ids: ``{id: (rid, loaded columns)}``; locks them."""
 
+    @abstractmethod
     def stamps(self, conn: Any, ids: Sequence[str]) -> dict[str, tuple[Any, int]]:
-        """``{id: (rid, updated_ns)}`` of the given stored calls (inside ``transaction``): enough
-        to tell whether rows this writer wrote are still as it left them."""
-        found = self.lookup(conn, ids)
-        return {cid: (rid, loaded["updated_ns"]) for cid, (rid, loaded) in found.items()}
+        """``{id: (rid, updated_ns)}`` of the given stored calls (inside ``transaction``; locks
+        them like ``lookup``): enough to tell whether rows are still as this writer left them
+        or planned them."""
 
     @abstractmethod
     def allocate(self, conn: Any, deltas: Mapping[str, SessionDelta]) -> dict[str, int]:
