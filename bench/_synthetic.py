@@ -18,7 +18,7 @@ import string
 from collections.abc import Iterator
 from typing import Any
 
-from tracing._status import frame_label
+from tracing.status import frame_label
 
 TOOLS: dict[str, tuple[float, float]] = {  # tool -> (median duration ms, error rate)
     "search_code": (400, 0.03),

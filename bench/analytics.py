@@ -34,10 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from bench._synthetic import fill
-from tracing._status import FAILED_STATUSES, SETTLED_STATUSES
 from tracing.analytics import ANALYSES, Analytics, AnalyticsOptions, load_dashboards
 from tracing.analytics._analyses import BUCKETS, generic_vocabulary
-from tracing.analytics._derive import (
+from tracing.analytics._definitions import (
     PHRASE_WORDS,
     args_redacted,
     canonical_args,
@@ -48,6 +47,7 @@ from tracing.analytics._derive import (
     word_count,
 )
 from tracing.ledger import open_ledger
+from tracing.status import FAILED_STATUSES, SETTLED_STATUSES
 
 SETTLED = tuple(sorted(SETTLED_STATUSES))
 FAILED = tuple(sorted(FAILED_STATUSES))

@@ -39,12 +39,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from redaction import RedactionPolicy
-from tests.feed.wire import to_otlp_json
+from tests.support.wire import to_otlp_json
 from tracing import activity, session, tool_call
-from tracing._conventions import SpanView
-from tracing._feed import FeedResult, SpanFeed
-from tracing._otlp import decode_json, decode_protobuf
-from tracing._receiver import CollectOptions, CollectReceiver
+from tracing.collect._feed import FeedResult, SpanFeed
+from tracing.collect._otlp import decode_json, decode_protobuf
+from tracing.collect._receiver import CollectOptions, CollectReceiver
+from tracing.derive._conventions import SpanView
 from tracing.ledger import open_ledger
 from tracing.testing import RecordingLedger
 

@@ -35,7 +35,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from redaction import RedactionPolicy
 from tracing import IntentRegistry, IntentSpanProcessor, read_intent
 from tracing import attributes as A
-from tracing._conventions import intent_candidate
+from tracing.derive._conventions import intent_candidate
 
 INTENT = "Searching the repository for the OAuth callback handler"
 

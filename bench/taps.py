@@ -31,7 +31,7 @@ from typing import Any
 import anthropic
 import openai
 
-from tests.taps.sse import SSEServer, anthropic_stream, chat_stream, responses_stream
+from tests.support.sse import SSEServer, anthropic_stream, chat_stream, responses_stream
 from tracing import IntentRegistry
 from tracing.ledger import AnchorWrite, Ledger, open_ledger
 from tracing.taps import StreamTap, TapOptions

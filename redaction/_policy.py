@@ -7,16 +7,32 @@ import fnmatch
 import hashlib
 import hmac
 import json
+import logging
 import os
-import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar, cast, get_args
+from typing import Any, TypeVar, cast
 
 from redaction._errors import PolicyError, RedactionError
+from redaction._rules import (
+    STRICTNESS,
+    Action,
+    AgentOverlay,
+    Decision,
+    RedactedCall,
+    Rule,
+    ToolRule,
+    check_action,
+    check_glob,
+    is_glob,
+    matches,
+    may_overlap,
+    stricter,
+    tool_entry,
+)
 from redaction._scrubber import (
     HMAC_PREFIX,
     Scrubbed,
@@ -25,159 +41,15 @@ from redaction._scrubber import (
     TrailEntry,
     placeholder,
 )
-from tracing.environment_variables import (
+from redaction._toml import policy_from_toml
+from redaction.environment_variables import (
     INTENTRACE_REDACTION_HASH_KEY,
     INTENTRACE_REDACTION_POLICY,
 )
 
+_log = logging.getLogger("redaction")
+
 T = TypeVar("T")
-
-Action = Literal["keep", "redact", "hash"]
-ACTIONS: Final[tuple[Action, ...]] = get_args(Action)
-_STRICTNESS: Final[dict[str, int]] = {"keep": 0, "hash": 1, "redact": 2}
-"""keep < hash < redact: an agent overlay may only move a field to the right."""
-
-
-def _stricter(a: Action, b: Action) -> Action:
-    return a if _STRICTNESS[a] >= _STRICTNESS[b] else b
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What a call may show. The label rule lives here and only here.
-
-    ``show_intent`` is true only when the args are kept (the intent distils the args);
-    ``show_outcome`` only when the intent is shown and the output is kept. When a flag is
-    false, sinks use the neutral default label (the tool name), never the hidden text.
-    """
-
-    args: Action
-    """Action on the call's arguments."""
-    output: Action
-    """Action on the call's result."""
-    show_intent: bool = field(init=False)
-    """The intent may be shown (``args == "keep"``)."""
-    show_outcome: bool = field(init=False)
-    """The outcome may be shown (``show_intent and output == "keep"``)."""
-
-    def __post_init__(self) -> None:
-        if self.args not in ACTIONS or self.output not in ACTIONS:
-            raise ValueError(f"actions must be one of {', '.join(ACTIONS)}")
-        show_intent = self.args == "keep"
-        object.__setattr__(self, "show_intent", show_intent)
-        object.__setattr__(self, "show_outcome", show_intent and self.output == "keep")
-
-
-@dataclass(frozen=True)
-class Rule:
-    """Actions for args and output; ``None`` inherits from the rule underneath."""
-
-    args: Action | None = None
-    """Action on arguments (``keep``: scrubbed; ``redact``: placeholder; ``hash``: HMAC)."""
-    output: Action | None = None
-    """Action on the result."""
-
-
-@dataclass(frozen=True)
-class ToolRule:
-    """A rule for tools whose name equals ``match`` or matches it as a glob (``db_*``)."""
-
-    match: str
-    """Exact tool name or glob (``*``, ``?``, ``[abc]``)."""
-    args: Action | None = None
-    """Action on arguments; ``None`` inherits."""
-    output: Action | None = None
-    """Action on the result; ``None`` inherits."""
-
-
-@dataclass(frozen=True)
-class AgentOverlay:
-    """A stricter layer for agents whose id equals ``match`` or matches it as a glob."""
-
-    match: str
-    """Exact agent id or glob."""
-    args: Action | None = None
-    """Applies to every tool of the agent; may only be stricter than the base rules."""
-    output: Action | None = None
-    """Applies to every tool of the agent; may only be stricter than the base rules."""
-    tools: tuple[ToolRule, ...] = ()
-    """Per-tool layers for this agent; each may only be stricter than the base tool rules."""
-
-
-@dataclass(frozen=True)
-class RedactedCall:
-    """One call after redaction: what a sink may record."""
-
-    decision: Decision
-    """The actions and label flags that applied."""
-    args: Any
-    """Same kind as given (mapping -> dict, JSON text -> JSON text), kept and scrubbed, or a
-    placeholder / HMAC form when the action says so; ``None`` when given ``None``."""
-    intent: str | None
-    """Scrubbed intent; ``None`` when hidden (``decision.show_intent`` false) or not given."""
-    outcome: str | None
-    """Scrubbed outcome; ``None`` when hidden or not given."""
-    output: Any
-    """Like ``args``, by the output action."""
-    error: str | None
-    """Error or exception text: always scrubbed, never hidden."""
-    trail: tuple[TrailEntry, ...]
-    """What was removed (paths rooted at ``args``, ``output``, ``intent``, ``outcome``,
-    ``error``) and why; never values."""
-
-    @property
-    def scrubbed(self) -> int:
-        """Number of removals (``len(trail)``)."""
-        return len(self.trail)
-
-
-_GLOB_CHARS = frozenset("*?[")
-
-
-def _is_glob(pattern: str) -> bool:
-    return any(c in _GLOB_CHARS for c in pattern)
-
-
-def _check_glob(pattern: str, source: str, entry: str) -> None:
-    if not pattern:
-        raise PolicyError(source, entry, "empty name or glob")
-    if _is_glob(pattern):
-        depth = 0
-        for ch in pattern:
-            if ch == "[":
-                if depth:
-                    raise PolicyError(source, entry, f"bad glob {pattern!r}: nested '['")
-                depth = 1
-            elif ch == "]" and depth:
-                depth = 0
-        if depth:
-            raise PolicyError(source, entry, f"bad glob {pattern!r}: unclosed '['")
-        try:
-            re.compile(fnmatch.translate(pattern))
-        except re.error as exc:
-            raise PolicyError(source, entry, f"bad glob {pattern!r}: {exc}") from None
-
-
-def _matches(pattern: str, name: str) -> bool:
-    return pattern == name or (_is_glob(pattern) and fnmatch.fnmatchcase(name, pattern))
-
-
-def _may_overlap(a: str, b: str) -> bool:
-    """Conservative: could a name match both patterns?"""
-    return _matches(a, b) or _matches(b, a)
-
-
-def _tool_entry(match: str, agent: str | None = None) -> str:
-    base = f"[agents.{json.dumps(agent)}.tools.{json.dumps(match)}]" if agent is not None else ""
-    return base or f"[tools.{json.dumps(match)}]"
-
-
-def _check_action(value: object, source: str, entry: str) -> Action | None:
-    if value is None:
-        return None
-    if value not in ACTIONS:
-        raise PolicyError(source, entry, f"{value!r} is not one of {', '.join(ACTIONS)}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -208,30 +80,30 @@ class RedactionPolicy:
 
     def __post_init__(self) -> None:
         src = self.source
-        _check_action(self.default_rule.args, src, "[default] args")
-        _check_action(self.default_rule.output, src, "[default] output")
+        check_action(self.default_rule.args, src, "[default] args")
+        check_action(self.default_rule.output, src, "[default] output")
         for t in self.tools:
-            entry = _tool_entry(t.match)
-            _check_glob(t.match, src, entry)
-            _check_action(t.args, src, f"{entry} args")
-            _check_action(t.output, src, f"{entry} output")
+            entry = tool_entry(t.match)
+            check_glob(t.match, src, entry)
+            check_action(t.args, src, f"{entry} args")
+            check_action(t.output, src, f"{entry} output")
         for a in self.agents:
             entry = f"[agents.{json.dumps(a.match)}]"
-            _check_glob(a.match, src, entry)
+            check_glob(a.match, src, entry)
             for fld in ("args", "output"):
-                value = _check_action(getattr(a, fld), src, f"{entry} {fld}")
+                value = check_action(getattr(a, fld), src, f"{entry} {fld}")
                 if value is not None:
                     self._check_not_looser(value, fld, entry, None)
             for t in a.tools:
-                tentry = _tool_entry(t.match, a.match)
-                _check_glob(t.match, src, tentry)
+                tentry = tool_entry(t.match, a.match)
+                check_glob(t.match, src, tentry)
                 for fld in ("args", "output"):
-                    value = _check_action(getattr(t, fld), src, f"{tentry} {fld}")
+                    value = check_action(getattr(t, fld), src, f"{tentry} {fld}")
                     if value is not None:
                         self._check_not_looser(value, fld, tentry, t.match)
                         # also not looser than the agent-wide layer it sits on
                         wide = cast("Action | None", getattr(a, fld))
-                        if wide is not None and _STRICTNESS[value] < _STRICTNESS[wide]:
+                        if wide is not None and STRICTNESS[value] < STRICTNESS[wide]:
                             raise PolicyError(
                                 src,
                                 f"{tentry} {fld}",
@@ -262,7 +134,7 @@ class RedactionPolicy:
 
     def _base_rules(self) -> list[tuple[str, Rule | ToolRule]]:
         rules: list[tuple[str, Rule | ToolRule]] = [("[default]", self.default_rule)]
-        rules.extend((_tool_entry(t.match), t) for t in self.tools)
+        rules.extend((tool_entry(t.match), t) for t in self.tools)
         return rules
 
     def _check_not_looser(self, value: Action, fld: str, entry: str, tool: str | None) -> None:
@@ -277,7 +149,7 @@ class RedactionPolicy:
             if self._tool_rule(self.tools, tool) is None:
                 candidates.append(("[default]", self.default_rule))
             candidates.extend(
-                (_tool_entry(t.match), t) for t in self.tools if _may_overlap(t.match, tool)
+                (tool_entry(t.match), t) for t in self.tools if may_overlap(t.match, tool)
             )
         for base_entry, rule in candidates:
             base = cast("Action | None", getattr(rule, fld))
@@ -289,7 +161,7 @@ class RedactionPolicy:
                 where = "[default]"
                 if base is None:
                     continue
-            if _STRICTNESS[value] < _STRICTNESS[base]:
+            if STRICTNESS[value] < STRICTNESS[base]:
                 raise PolicyError(
                     self.source,
                     f"{entry} {fld}",
@@ -312,7 +184,7 @@ class RedactionPolicy:
             for t in a.tools:
                 for fld in ("args", "output"):
                     if getattr(t, fld) == "hash":
-                        return f"{_tool_entry(t.match, a.match)} {fld}"
+                        return f"{tool_entry(t.match, a.match)} {fld}"
         return ""
 
     # -- constructors ------------------------------------------------------------------------
@@ -330,8 +202,6 @@ class RedactionPolicy:
             PolicyError: unknown keys, bad actions, globs or regexes, a looser agent overlay,
                 ``hash`` without a key — one line naming ``source`` and the entry.
         """
-        from redaction._toml import policy_from_toml
-
         return policy_from_toml(cls, text, source=source)
 
     @classmethod
@@ -378,18 +248,18 @@ class RedactionPolicy:
             output = rule.output or output
         if agent_id is not None:
             for a in self.agents:
-                if not _matches(a.match, agent_id):
+                if not matches(a.match, agent_id):
                     continue
                 if a.args is not None:
-                    args = _stricter(args, a.args)
+                    args = stricter(args, a.args)
                 if a.output is not None:
-                    output = _stricter(output, a.output)
+                    output = stricter(output, a.output)
                 for t in a.tools:
-                    if _matches(t.match, tool_name):
+                    if matches(t.match, tool_name):
                         if t.args is not None:
-                            args = _stricter(args, t.args)
+                            args = stricter(args, t.args)
                         if t.output is not None:
-                            output = _stricter(output, t.output)
+                            output = stricter(output, t.output)
         return Decision(args, output)
 
     @staticmethod
@@ -398,7 +268,7 @@ class RedactionPolicy:
         for t in rules:
             if t.match == name:
                 return t
-            if glob_hit is None and _is_glob(t.match) and fnmatch.fnmatchcase(name, t.match):
+            if glob_hit is None and is_glob(t.match) and fnmatch.fnmatchcase(name, t.match):
                 glob_hit = t
         return glob_hit
 
@@ -568,23 +438,17 @@ class RedactionPolicy:
             return [self._hash_tree(x, depth + 1) for x in cast("list[Any]", v)]
         return self.hash_text("o:" + str(v))
 
-    # -- Langfuse adapters -------------------------------------------------------------------
+    # -- Langfuse adapter --------------------------------------------------------------------
 
     def langfuse_mask(self, *, data: Any, **kwargs: Any) -> Any:
         """For ``Langfuse(mask=policy.langfuse_mask)``: scrub observation input, output and
-        metadata. Never raises: if scrubbing fails, the data is replaced (fail closed)."""
-        from redaction._langfuse import langfuse_mask
-
-        return langfuse_mask(self, data)
-
-    def mask_otel_spans(self, *, params: Any) -> Any:
-        """For ``Langfuse(mask_otel_spans=policy.mask_otel_spans)``: export-time attribute
-        patches (tool args/results by the policy, every string scrubbed, hidden intent and
-        outcome attributes deleted). Never raises; a span that cannot be scrubbed has its
-        string attributes replaced (fail closed). Span names are out of its reach."""
-        from redaction._langfuse import mask_otel_spans
-
-        return mask_otel_spans(self, params)
+        metadata. Never raises: if scrubbing fails, the data is replaced (fail closed). The
+        export-time hook for span attributes is ``tracing.otel.langfuse_span_mask(policy)``."""
+        try:
+            return self._scrubber.scrub(data, "$")[0]
+        except Exception:
+            _log.warning("redaction: langfuse mask failed; the value was replaced", exc_info=True)
+            return placeholder("error")
 
 
 _default_instance: list[RedactionPolicy] = []

@@ -9,10 +9,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from redaction._errors import PolicyError
+from redaction._rules import AgentOverlay, Rule, ToolRule
 from redaction._scrubber import ScrubOptions, UserPattern
+from redaction.environment_variables import INTENTRACE_REDACTION_HASH_KEY
 
 if TYPE_CHECKING:
-    from redaction._policy import AgentOverlay, RedactionPolicy, ToolRule
+    from redaction._policy import RedactionPolicy
 
 _TOP = frozenset({"default", "tools", "agents", "scrub", "hash"})
 _RULE = frozenset({"args", "output"})
@@ -126,9 +128,6 @@ def policy_from_toml(
     cls: type[RedactionPolicy], text: str, *, source: str = "<string>"
 ) -> RedactionPolicy:
     """Parse and validate a policy file's text."""
-    from redaction._policy import AgentOverlay, Rule
-    from tracing.environment_variables import INTENTRACE_REDACTION_HASH_KEY
-
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

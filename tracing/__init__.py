@@ -1,9 +1,10 @@
 """intentrace tracing: tool calls named by their intent.
 
-The intent primitives (schema injection, reading, stripping, outcomes, sanitizing, streaming)
-and label resolution are pure Python and imported eagerly. The span processor, its setup and
-our own instrumentation import OpenTelemetry; they are listed in ``_LAZY`` and loaded on first
-attribute access, so that the viewer can import ``tracing.ledger`` without OpenTelemetry.
+The intent primitives (``tracing.intent``: schema injection, reading, stripping, outcomes,
+sanitizing, streaming) and label resolution (``tracing.status``) are pure Python and imported
+eagerly. The span processor, its setup and our own instrumentation (``tracing.otel``) import
+OpenTelemetry; they are listed in ``_LAZY`` and loaded on first attribute access, so that the
+viewer can import ``tracing.ledger`` without OpenTelemetry. docs/architecture.md maps the rest.
 """
 
 from __future__ import annotations
@@ -11,61 +12,68 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from tracing._intent import (
+from tracing.intent import (
     INTENT_ARG,
     INTENT_DESCRIPTION,
     INTENT_LABEL_MARKER,
     IntentRegistry,
+    IntentStreamReader,
+    StreamingIntent,
     apply_outcome,
     can_inject_intent,
     default_registry,
     has_intent_marker,
     inject_intent,
     read_intent,
+    read_streaming_intent,
     sanitize_label,
     strip_intent,
     with_intent,
     without_intent,
 )
-from tracing._status import frame_label, group_header
-from tracing._streaming import IntentStreamReader, StreamingIntent, read_streaming_intent
+from tracing.status import frame_label, group_header
 
 if TYPE_CHECKING:
-    from tracing._conventions import DEFAULT_CONVENTIONS, AttributeConvention, Convention
-    from tracing._instrument import (
+    from tracing.derive import DEFAULT_CONVENTIONS, AttributeConvention, Convention
+    from tracing.otel import (
+        ConfigError,
+        IntentOptions,
+        IntentSpanProcessor,
         ToolCall,
+        TracingSetup,
         activity,
+        configure,
         current_call,
         harvest,
+        langfuse_span_mask,
         session,
         tool,
         tool_call,
+        wrap_provider,
     )
-    from tracing._options import ConfigError, IntentOptions
-    from tracing._processor import IntentSpanProcessor
-    from tracing._setup import TracingSetup, configure, wrap_provider
 
 __version__ = "0.1.0"
 
 # public name -> module that defines it (OpenTelemetry-importing parts, loaded on first access);
 # each lazy name also gets a ``TYPE_CHECKING`` import so type checkers see it.
 _LAZY: dict[str, str] = {
-    "AttributeConvention": "tracing._conventions",
-    "ConfigError": "tracing._options",
-    "Convention": "tracing._conventions",
-    "DEFAULT_CONVENTIONS": "tracing._conventions",
-    "IntentOptions": "tracing._options",
-    "IntentSpanProcessor": "tracing._processor",
-    "ToolCall": "tracing._instrument",
-    "TracingSetup": "tracing._setup",
-    "activity": "tracing._instrument",
-    "configure": "tracing._setup",
-    "current_call": "tracing._instrument",
-    "harvest": "tracing._instrument",
-    "session": "tracing._instrument",
-    "tool": "tracing._instrument",
-    "tool_call": "tracing._instrument",
-    "wrap_provider": "tracing._setup",
+    "AttributeConvention": "tracing.derive",
+    "ConfigError": "tracing.otel",
+    "Convention": "tracing.derive",
+    "DEFAULT_CONVENTIONS": "tracing.derive",
+    "IntentOptions": "tracing.otel",
+    "IntentSpanProcessor": "tracing.otel",
+    "ToolCall": "tracing.otel",
+    "TracingSetup": "tracing.otel",
+    "activity": "tracing.otel",
+    "configure": "tracing.otel",
+    "current_call": "tracing.otel",
+    "harvest": "tracing.otel",
+    "langfuse_span_mask": "tracing.otel",
+    "session": "tracing.otel",
+    "tool": "tracing.otel",
+    "tool_call": "tracing.otel",
+    "wrap_provider": "tracing.otel",
 }
 
 __all__ = [
@@ -95,6 +103,7 @@ __all__ = [
     "harvest",
     "has_intent_marker",
     "inject_intent",
+    "langfuse_span_mask",
     "read_intent",
     "read_streaming_intent",
     "sanitize_label",

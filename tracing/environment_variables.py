@@ -1,18 +1,30 @@
-"""Environment variables read by intentrace. Each is defined once here and imported elsewhere.
+"""Environment variables read by intentrace. Each is defined once (here, or the redaction ones in
+``redaction.environment_variables``) and imported elsewhere.
 
 Precedence everywhere: explicit argument > environment variable > default.
 """
 
 from __future__ import annotations
 
+from redaction.environment_variables import (
+    INTENTRACE_REDACTION_HASH_KEY,
+    INTENTRACE_REDACTION_POLICY,
+)
+
+__all__ = [
+    "INTENTRACE_COLLECT_TOKEN",
+    "INTENTRACE_DASHBOARDS",
+    "INTENTRACE_LANGFUSE_TAG",
+    "INTENTRACE_LEDGER_URL",
+    "INTENTRACE_NAMING",
+    "INTENTRACE_REDACTION_HASH_KEY",
+    "INTENTRACE_REDACTION_POLICY",
+    "INTENTRACE_TEST_POSTGRES_URL",
+    "INTENTRACE_TOOL_INTENT",
+]
+
 INTENTRACE_TOOL_INTENT = "INTENTRACE_TOOL_INTENT"
 """``0``/``false``/``off`` turns intent injection off without a code change (tools pass through)."""
-
-INTENTRACE_REDACTION_POLICY = "INTENTRACE_REDACTION_POLICY"
-"""Path of a TOML redaction policy file."""
-
-INTENTRACE_REDACTION_HASH_KEY = "INTENTRACE_REDACTION_HASH_KEY"
-"""Key for the ``hash`` redaction action (HMAC-SHA256). Required when a rule uses ``hash``."""
 
 INTENTRACE_LEDGER_URL = "INTENTRACE_LEDGER_URL"
 """Ledger URL: ``sqlite:///path.db``, ``sqlite:///:memory:`` or ``postgresql://...``."""

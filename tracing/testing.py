@@ -29,11 +29,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import Tracer, format_span_id, format_trace_id
 
-from tracing._conventions import DEFAULT_CONVENTIONS, Convention
-from tracing._derive import PolicyLike, RegistryLike
-from tracing._options import IntentOptions
-from tracing._processor import IntentSpanProcessor
-from tracing.ledger._model import ANCHOR_COLUMNS, AnchorWrite
+from tracing.anchor import ANCHOR_COLUMNS, AnchorWrite
+from tracing.derive._call import PolicyLike, RegistryLike
+from tracing.derive._conventions import DEFAULT_CONVENTIONS, Convention
+from tracing.otel._options import IntentOptions
+from tracing.otel._processor import IntentSpanProcessor
 
 __all__ = [
     "Capture",

@@ -1,6 +1,6 @@
 """The narrative Streamlit viewer: reads the ledger only (read-only; no OpenTelemetry).
 
-Run it with ``intentrace view`` (or ``tracing._cli_view.run_viewer``); ``APP_PATH`` is the
+Run it with ``intentrace view`` (or ``tracing.cli._view.run_viewer``); ``APP_PATH`` is the
 entry script that ``streamlit run`` executes. See docs/viewer.md.
 """
 

@@ -1,7 +1,7 @@
 """A session read as a story: turns → blocks of sibling calls → calls, subagents nested.
 
 Pure Python over the ledger's anchors (no Streamlit here), so the structure, the labels and the
-pagination are tested without a browser. Labels come from ``tracing._status`` (``frame_label``,
+pagination are tested without a browser. Labels come from ``tracing.status`` (``frame_label``,
 ``group_header``); nothing here re-implements a resolution rule.
 """
 
@@ -13,7 +13,8 @@ from operator import attrgetter
 from typing import Any, Final
 
 from tracing import sanitize_label
-from tracing._status import (
+from tracing.ledger import Anchor, BlockInfo
+from tracing.status import (
     FRAME_TIMED_OUT,
     GLYPHS,
     LIVE_STATUSES,
@@ -22,7 +23,6 @@ from tracing._status import (
     frame_label,
     group_header,
 )
-from tracing.ledger import Anchor, BlockInfo
 
 LINE_CHARS: Final = 160
 """Longest one-line label shown in a list (the full text is on hover and in the detail)."""

@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.analytics.conftest import call, write_all
+from tests.analytics.reference import reference
 from tests.ledger.conftest import FAST
-from tracing.analytics import ANALYSES, Analytics, AnalyticsOptions, reference
+from tracing.analytics import ANALYSES, Analytics, AnalyticsOptions
 from tracing.ledger import ANCHOR_COLUMNS, AnchorWrite, open_ledger
 
 INTENTS = [

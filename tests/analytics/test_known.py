@@ -7,7 +7,8 @@ from collections.abc import Callable
 import pytest
 
 from tests.analytics.conftest import all_anchors, call, write_all
-from tracing.analytics import Analytics, reference
+from tests.analytics.reference import reference
+from tracing.analytics import Analytics
 from tracing.ledger import Ledger
 
 OAUTH = "Searching for OAuth handling"

@@ -15,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.analytics.conftest import call, write_all
+from tests.analytics.reference import reference
 from tests.analytics.test_agreement import CASES
 from tests.ledger.conftest import FAST
-from tracing.analytics import Analytics, AnalyticsOptions, _source, reference
+from tracing.analytics import Analytics, AnalyticsOptions, _source
 from tracing.analytics._source import SQLiteSource, open_source
 from tracing.ledger import ANCHOR_COLUMNS, AnchorWrite, open_ledger
 

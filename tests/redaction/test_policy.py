@@ -19,7 +19,7 @@ from redaction import (
     Rule,
     ToolRule,
 )
-from redaction._policy import ACTIONS
+from redaction._rules import ACTIONS
 from tracing.environment_variables import INTENTRACE_REDACTION_HASH_KEY, INTENTRACE_REDACTION_POLICY
 
 KEY = b"k" * 32

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.ledger.conftest import FAST
-from tests.taps.sse import SSEServer
+from tests.support.sse import SSEServer
 from tracing import IntentRegistry
 from tracing.ledger import AnchorWrite, Ledger, open_ledger
 from tracing.taps import tap_stats

@@ -9,8 +9,8 @@ from typing import Any
 import anthropic
 import pytest
 
+from tests.support.sse import MSG_ID, SSEServer, anthropic_stream, split
 from tests.taps.conftest import sdk_client
-from tests.taps.sse import MSG_ID, SSEServer, anthropic_stream, split
 from tracing import IntentRegistry
 from tracing.ledger import Ledger
 from tracing.taps import StreamTap

@@ -8,11 +8,11 @@ from typing import Any
 from opentelemetry.sdk.trace import TracerProvider
 
 import tracing
+from tests.support.sse import SSEServer, anthropic_stream
 from tests.taps.conftest import Spy, sdk_client
-from tests.taps.sse import SSEServer, anthropic_stream
 from tracing import IntentRegistry
-from tracing._processor import IntentSpanProcessor
 from tracing.ledger import Ledger
+from tracing.otel._processor import IntentSpanProcessor
 from tracing.taps import StreamTap
 
 CALLS = [

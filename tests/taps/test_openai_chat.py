@@ -11,8 +11,7 @@ import openai
 import pytest
 
 from redaction import RedactionPolicy
-from tests.taps.conftest import Spy, sdk_client
-from tests.taps.sse import (
+from tests.support.sse import (
     CHAT_ID,
     SSEServer,
     chat_chunk,
@@ -21,6 +20,7 @@ from tests.taps.sse import (
     chat_tool_start,
     sse,
 )
+from tests.taps.conftest import Spy, sdk_client
 from tracing import IntentRegistry, StreamingIntent
 from tracing.ledger import Ledger
 from tracing.taps import StreamTap, TapOptions, tap_stats

@@ -9,8 +9,8 @@ from typing import Any
 import openai
 import pytest
 
+from tests.support.sse import RESP_ID, SSEServer, responses_stream
 from tests.taps.conftest import sdk_client
-from tests.taps.sse import RESP_ID, SSEServer, responses_stream
 from tracing import IntentRegistry
 from tracing.ledger import Ledger
 from tracing.taps import StreamTap

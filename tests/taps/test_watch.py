@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from tests.ledger.conftest import FAST, pg_schema_url
+from tests.support.sse import SSEServer, chat_stream
 from tests.taps.conftest import sdk_client
-from tests.taps.sse import SSEServer, chat_stream
 from tracing import IntentRegistry
 from tracing.cli import main
 from tracing.ledger import AnchorWrite, Ledger, open_ledger
@@ -297,6 +297,6 @@ def test_ctrl_c_exits_quietly(db: tuple[str, Ledger], monkeypatch: pytest.Monkey
         if len(calls) > 2:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr("tracing._cli_watch._sleep", interrupt)
+    monkeypatch.setattr("tracing.cli._watch._sleep", interrupt)
     out = run("--ledger", url, "--interval", "0.05")
     assert "Searching for" in out and len(calls) == 3

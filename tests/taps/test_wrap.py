@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.sse import SSEServer, anthropic_stream, chat_stream
 from tests.taps.conftest import Spy, sdk_client
-from tests.taps.sse import SSEServer, anthropic_stream, chat_stream
 from tracing import IntentRegistry
 from tracing.taps import StreamTap, TapOptions, TappedStream
 

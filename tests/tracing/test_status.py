@@ -1,10 +1,10 @@
-"""Label resolution and the group header (tracing._status)."""
+"""Label resolution and the group header (tracing.status)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tracing._status import HeaderCall, default_label, frame_label, group_header
+from tracing.status import HeaderCall, default_label, frame_label, group_header
 
 
 @pytest.mark.parametrize(

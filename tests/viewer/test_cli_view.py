@@ -8,8 +8,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from tracing._cli_view import check_ledger, viewer_argv
 from tracing.cli import main
+from tracing.cli._view import check_ledger, viewer_argv
 from viewer import APP_PATH
 
 

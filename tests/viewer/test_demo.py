@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from tests.viewer.conftest import run_app, texts
-from tracing._demo import session_ids
-from tracing._status import GLYPHS, HeaderCall, frame_label, group_header
 from tracing.cli import main
+from tracing.demo._run import session_ids
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
 from tracing.ledger import Anchor, open_ledger
+from tracing.status import GLYPHS, HeaderCall, frame_label, group_header
 from viewer._ui import call_key
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from tracing.analytics._analyses import ANALYSES, Analysis, AnalyticsError, Param
 from tracing.analytics._dashboards import Chart, Dashboard, Panel, dashboard_schema, load_dashboards
 from tracing.analytics._engine import Analytics, AnalyticsOptions, Result, SyncReport
-from tracing.analytics._reference import reference
 
 __all__ = [
     "ANALYSES",
@@ -29,5 +28,4 @@ __all__ = [
     "SyncReport",
     "dashboard_schema",
     "load_dashboards",
-    "reference",
 ]

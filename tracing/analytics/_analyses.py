@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from tracing._status import FAILED_STATUSES, SETTLED_STATUSES
-from tracing.analytics._derive import normalize_intent
+from tracing.analytics._definitions import normalize_intent
 from tracing.analytics._structure import MAX_WINDOW
+from tracing.status import FAILED_STATUSES, SETTLED_STATUSES
 
 
 class AnalyticsError(ValueError):

@@ -35,7 +35,7 @@ from tracing.analytics._analyses import (
     get_analysis,
 )
 from tracing.analytics._dashboards import Dashboard, Panel
-from tracing.analytics._derive import (
+from tracing.analytics._definitions import (
     PHRASE_WORDS,
     args_redacted,
     canonical_args,

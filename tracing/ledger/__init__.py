@@ -10,9 +10,9 @@ See docs/ledger.md.
 
 from __future__ import annotations
 
+from tracing.anchor import ANCHOR_COLUMNS, Anchor, AnchorWrite, BlockInfo, SessionInfo
 from tracing.ledger._config import LedgerError, LedgerOptions, default_ledger_url
 from tracing.ledger._ledger import Ledger, open_ledger
-from tracing.ledger._model import ANCHOR_COLUMNS, Anchor, AnchorWrite, BlockInfo, SessionInfo
 
 __all__ = [
     "ANCHOR_COLUMNS",

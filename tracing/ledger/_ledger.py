@@ -9,8 +9,8 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, cast
 
+from tracing.anchor import ANCHOR_COLUMNS, Anchor, AnchorWrite, BlockInfo, SessionInfo
 from tracing.ledger._config import LedgerError, LedgerOptions, LedgerURL, parse_ledger_url
-from tracing.ledger._model import ANCHOR_COLUMNS, Anchor, AnchorWrite, BlockInfo, SessionInfo
 from tracing.ledger._plan import Activity, TurnFloor
 from tracing.ledger._store import LIVE_SQL, SETTLED_SQL, Store
 from tracing.ledger._writer import Flush, Stop, Writer

@@ -31,8 +31,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from tracing._status import LIVE_STATUSES, SETTLED_STATUSES, STATUSES, STREAMING, frame_label
-from tracing.ledger._model import ANCHOR_COLUMNS, COLUMN_TYPES, WRITABLE_COLUMNS
+from tracing.anchor import ANCHOR_COLUMNS, COLUMN_TYPES, WRITABLE_COLUMNS
+from tracing.status import LIVE_STATUSES, SETTLED_STATUSES, STATUSES, STREAMING, frame_label
 
 LOADED_COLUMNS: Final[tuple[str, ...]] = tuple(
     c for c in ANCHOR_COLUMNS if c not in ("args", "result")

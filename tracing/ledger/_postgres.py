@@ -12,8 +12,8 @@ from collections.abc import Generator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from tracing.anchor import ANCHOR_COLUMNS, COLUMN_TYPES
 from tracing.ledger._config import LedgerError, LedgerOptions
-from tracing.ledger._model import ANCHOR_COLUMNS, COLUMN_TYPES
 from tracing.ledger._plan import SessionDelta, Update, loaded_row
 from tracing.ledger._store import LIVE_SQL, LOOKUP_COLUMNS, Store
 

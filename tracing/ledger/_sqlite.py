@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from tracing.anchor import ANCHOR_COLUMNS
 from tracing.ledger._config import LedgerOptions
-from tracing.ledger._model import ANCHOR_COLUMNS
 from tracing.ledger._plan import SessionDelta, Update
 from tracing.ledger._store import LIVE_SQL, LOOKUP_COLUMNS, Store
 

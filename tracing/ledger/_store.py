@@ -8,7 +8,7 @@ from collections.abc import Generator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from typing import Any, Final
 
-from tracing.ledger._model import ANCHOR_COLUMNS, COLUMN_TYPES, NOT_NULL_COLUMNS
+from tracing.anchor import ANCHOR_COLUMNS, COLUMN_TYPES, NOT_NULL_COLUMNS
 from tracing.ledger._plan import LOADED_COLUMNS, SessionDelta, Update
 
 LIVE_SQL: Final = "('streaming', 'in_flight', 'background')"

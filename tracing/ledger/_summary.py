@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from tracing.ledger._model import Anchor
+from tracing.anchor import Anchor
 
 _LINE_MAX: Final = 240
 _MARK: Final = {

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
 from typing import Any, cast
 
-from tracing._status import ABANDONED, frame_label
 from tracing.ledger._config import LedgerOptions
 from tracing.ledger._plan import (
     RID,
@@ -47,6 +46,7 @@ from tracing.ledger._plan import (
     plan_batch,
 )
 from tracing.ledger._store import Store
+from tracing.status import ABANDONED, frame_label
 
 logger = logging.getLogger("tracing.ledger")
 

@@ -19,9 +19,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from tracing._intent import IntentRegistry, sanitize_label
-from tracing._status import ABANDONED, STREAMING
-from tracing._streaming import IntentStreamReader, StreamingIntent
+from tracing.intent import IntentRegistry, IntentStreamReader, StreamingIntent, sanitize_label
+from tracing.status import ABANDONED, STREAMING
 from tracing.taps._events import ROUTES, route_for
 from tracing.taps._options import TapOptions
 

@@ -30,7 +30,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 from tracing._context import current_session
-from tracing._intent import IntentRegistry, default_registry
+from tracing.intent import IntentRegistry, default_registry
 from tracing.taps._options import TapOptions
 from tracing.taps._tracker import (
     STATS,

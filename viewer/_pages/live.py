@@ -13,8 +13,8 @@ from typing import Final
 
 import streamlit as st
 
-from tracing._status import group_header
 from tracing.ledger import Anchor
+from tracing.status import group_header
 from viewer import _data
 from viewer._story import count_text, one_line, to_call
 from viewer._ui import call_key, call_row, link_to_session

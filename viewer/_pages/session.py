@@ -16,8 +16,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from tracing._status import LIVE_STATUSES, STATUSES
 from tracing.ledger import Anchor, SessionInfo
+from tracing.status import LIVE_STATUSES, STATUSES
 from viewer import _data
 from viewer._story import (
     Block,

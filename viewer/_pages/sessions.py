@@ -10,7 +10,7 @@ from typing import Any, Final
 import pandas as pd
 import streamlit as st
 
-from tracing._status import STATUSES
+from tracing.status import STATUSES
 from viewer import _data
 from viewer._story import call_label, one_line
 from viewer._ui import SESSION_PARAM, link_to_call, page

@@ -1,0 +1,267 @@
+"""The analyses written the straightforward way: plain Python loops over every anchor.
+
+Slow (seconds per 100k anchors) and obviously right; the tests check that the columnar fast
+path returns exactly the same rows on hand-built and generated ledgers, and the benchmark
+uses it as a cross-check.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tracing.analytics._analyses import BUCKETS, generic_vocabulary, get_analysis
+from tracing.analytics._definitions import (
+    PHRASE_WORDS,
+    args_redacted,
+    canonical_args,
+    intent_hidden,
+    leading_phrase,
+    names_tool,
+    normalize_intent,
+    word_count,
+)
+from tracing.status import FAILED_STATUSES, SETTLED_STATUSES
+
+
+@dataclass(frozen=True)
+class _Call:
+    tool_call_id: str
+    session_id: str
+    seq: int
+    batch_id: str | None
+    tool_name: str
+    status: str
+    start_ns: int
+    duration_ms: float | None
+    intent: str | None
+    norm: str | None
+    phrase: str | None
+    words: int
+    chars: int
+    hidden: bool
+    names_tool: bool
+    args: str | None
+
+
+def _calls(anchors: Iterable[Mapping[str, Any]]) -> list[_Call]:
+    out: list[_Call] = []
+    for a in anchors:
+        norm = normalize_intent(a["intent"])
+        redaction = a["redaction"]
+        out.append(
+            _Call(
+                tool_call_id=a["tool_call_id"],
+                session_id=a["session_id"],
+                seq=a["seq"],
+                batch_id=a["batch_id"],
+                tool_name=a["tool_name"],
+                status=a["status"],
+                start_ns=a["start_ns"],
+                duration_ms=a["duration_ms"],
+                intent=a["intent"],
+                norm=norm,
+                phrase=leading_phrase(norm, PHRASE_WORDS),
+                words=word_count(norm),
+                chars=len(a["intent"]) if a["intent"] else 0,
+                hidden=intent_hidden(redaction),
+                names_tool=names_tool(norm, a["tool_name"]),
+                args=None if args_redacted(redaction) else canonical_args(a["args"]),
+            )
+        )
+    return out
+
+
+def _sessions(calls: list[_Call]) -> dict[str, list[_Call]]:
+    by: dict[str, list[_Call]] = defaultdict(list)
+    for c in calls:
+        by[c.session_id].append(c)
+    for items in by.values():
+        items.sort(key=lambda c: (c.seq, c.tool_call_id))
+    return by
+
+
+def precursors(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    k = p["k"]
+
+    def item_of(c: _Call) -> str | None:
+        return c.phrase if p["by"] == "phrase" else c.norm
+
+    failures = settled = 0
+    count: dict[str, int] = defaultdict(int)
+    windows: dict[str, int] = defaultdict(int)
+    occurrences: dict[str, int] = defaultdict(int)
+    for items in _sessions(calls).values():
+        for i, call in enumerate(items):
+            item = item_of(call)
+            if item is not None:
+                occurrences[item] += 1
+            if call.status not in SETTLED_STATUSES:
+                continue
+            settled += 1
+            failed = call.status in FAILED_STATUSES
+            failures += failed
+            before = {item_of(c) for c in items[max(0, i - k) : i]} - {None}
+            for x in before:
+                assert x is not None
+                windows[x] += 1
+                count[x] += failed
+    rows: list[tuple[Any, ...]] = []
+    for item, n in count.items():
+        if n == 0:
+            continue
+        support = n / failures
+        if support < p["min_support"]:
+            continue
+        lift = (n * settled) / (failures * windows[item])
+        rows.append((item, n, support, lift, windows[item], occurrences[item]))
+    rows.sort(key=lambda r: (-r[3], -r[1], r[0]))
+    return rows[: p["limit"]]
+
+
+def vague_intents(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    generic = set(generic_vocabulary(p["generic_words"]))
+    arg_sets: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for c in calls:
+        if c.norm is not None:
+            key = (c.session_id, c.tool_name, c.norm)
+            group = arg_sets[key]  # the group exists even when no call has args
+            if c.args is not None:
+                group.add(c.args)
+    per_tool: dict[str, list[int]] = defaultdict(lambda: [0] * 6)
+    for c in calls:
+        if c.hidden:
+            continue
+        if c.norm is None:
+            cat = 1
+        elif c.words < p["min_words"]:
+            cat = 2
+        elif c.names_tool:
+            cat = 3
+        elif set(c.norm.split(" ")) <= generic and generic:
+            cat = 4
+        elif len(arg_sets[(c.session_id, c.tool_name, c.norm)]) > 1:
+            cat = 5
+        else:
+            cat = 0
+        counts = per_tool[c.tool_name]
+        counts[0] += 1
+        if cat:
+            counts[cat] += 1
+    rows: list[tuple[Any, ...]] = []
+    for tool, (n, missing, short, named, gen, reused) in per_tool.items():
+        if n < p["min_calls"]:
+            continue
+        vague = missing + short + named + gen + reused
+        rows.append((tool, n, missing, short, named, gen, reused, vague, vague / n))
+    rows.sort(key=lambda r: (-r[8], -r[1], r[0]))
+    return rows
+
+
+def redundancy(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    stats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for items in _sessions(calls).values():
+        batch_sizes: dict[str, int] = defaultdict(int)
+        for c in items:
+            if c.batch_id is not None:
+                batch_sizes[c.batch_id] += 1
+        seen_intents: set[tuple[str, str]] = set()
+        last_equivalent: dict[tuple[str, str], _Call] = {}
+        for c in items:
+            key = c.tool_name if p["by"] == "tool" else c.session_id
+            s = stats[key]
+            s[0] += 1
+            if c.batch_id is not None and batch_sizes[c.batch_id] > 1:
+                s[1] += 1
+            if c.batch_id is not None and c.norm is not None:
+                if (c.batch_id, c.norm) in seen_intents:
+                    s[2] += 1
+                seen_intents.add((c.batch_id, c.norm))
+            if c.args is not None:
+                previous = last_equivalent.get((c.tool_name, c.args))
+                if previous is not None and previous.status not in FAILED_STATUSES:
+                    s[3] += 1
+                last_equivalent[(c.tool_name, c.args)] = c
+    rows: list[tuple[Any, ...]] = []
+    for key, (n, siblings, dup, repeats) in stats.items():
+        if n < p["min_calls"]:
+            continue
+        rows.append((key, n, siblings, dup, dup / siblings if siblings else None, repeats,
+                     repeats / n))  # fmt: skip
+    rows.sort(key=lambda r: (-(r[3] + r[5]), -r[1], r[0]))
+    return rows[: p["limit"]]
+
+
+def _nearest_rank(values: list[float], percent: int) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = (len(ordered) * percent + 99) // 100  # ceil(n * p / 100), 1-based
+    return ordered[max(1, rank) - 1]
+
+
+def tools(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    by: dict[str, list[_Call]] = defaultdict(list)
+    for c in calls:
+        by[c.tool_name].append(c)
+    rows: list[tuple[Any, ...]] = []
+    for tool, items in by.items():
+        settled = [c for c in items if c.status in SETTLED_STATUSES]
+        if len(settled) < p["min_calls"]:
+            continue
+        errors = sum(c.status == "error" for c in items)
+        durations = [c.duration_ms for c in settled if c.duration_ms is not None]
+        labelled = sum(c.norm is not None for c in items)
+        visible = sum(not c.hidden for c in items)
+        rows.append((
+            tool, len(items), len(settled), errors,
+            errors / len(settled) if settled else None,
+            _nearest_rank(durations, 50), _nearest_rank(durations, 95),
+            labelled, labelled / visible if visible else None,
+        ))  # fmt: skip
+    rows.sort(key=lambda r: (-r[1], r[0]))
+    return rows
+
+
+def over_time(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    width, offset, fmt = BUCKETS[p["bucket"]]
+    groups: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for c in calls:
+        if c.hidden:
+            continue
+        bucket = c.start_ns - (c.start_ns - offset) % width
+        g = groups[bucket]
+        g[0] += 1
+        if c.norm is not None:
+            g[1] += 1
+            g[2] += c.chars
+            g[3] += c.words
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    rows: list[tuple[Any, ...]] = []
+    for bucket in sorted(groups):
+        n, labelled, chars, words = groups[bucket]
+        label = (epoch + timedelta(microseconds=bucket // 1000)).strftime(fmt)
+        rows.append((label, n, labelled, labelled / n, chars / labelled if labelled else None,
+                     words / labelled if labelled else None))  # fmt: skip
+    return rows
+
+
+_IMPLEMENTATIONS = {
+    "precursors": precursors,
+    "vague_intents": vague_intents,
+    "redundancy": redundancy,
+    "tools": tools,
+    "over_time": over_time,
+}
+
+
+def reference(
+    name: str, anchors: Iterable[Mapping[str, Any]], params: Mapping[str, Any] | None = None
+) -> list[tuple[Any, ...]]:
+    """Rows of analysis ``name`` over ``anchors`` (every column of the ledger), computed plainly."""
+    analysis = get_analysis(name)
+    resolved = analysis.resolve(params)
+    return _IMPLEMENTATIONS[name](_calls(anchors), resolved)

@@ -1,0 +1,236 @@
+"""The anchor: one compact, durable record per tool call (the ledger's row).
+
+This module is the contract between the writers (span processor, OTLP receiver, importers,
+stream taps, demo) and the readers (viewer, CLI, analytics, watcher). No OpenTelemetry here.
+
+Columns of the ``anchors`` table, in this order (the documented schema for ``intentrace sql``):
+
+==================  ========  ==============================================================
+column              type      meaning
+==================  ========  ==============================================================
+tool_call_id        text PK   the provider's tool call id, else ``<trace_id>:<span_id>``
+session_id          text      conversation id (``gen_ai.conversation.id``/``session.id``), ''=none
+seq                 integer   monotonic per session, assigned when the anchor is first written
+settle_seq          integer   from the same per-session counter, assigned when it settles
+turn                integer   turn of the session (>= 1), NULL if unknown
+batch_id            text      sibling calls of one model step share it (default: parent span id)
+parent_call_id      text      the tool call that spawned this one (subagents), NULL at top level
+agent_id            text      agent name/id, NULL if unknown
+tool_name           text      code-level tool name
+intent              text      the intent as shown (redacted+sanitized), NULL when absent/hidden
+outcome             text      resolved outcome text as shown, NULL when absent/hidden
+label               text      resolved label (``tracing.status.frame_label``)
+status              text      streaming|in_flight|success|error|cancelled|background|abandoned
+start_ns            integer   start, unix epoch nanoseconds
+end_ns              integer   end, NULL while live
+duration_ms         real      (end_ns - start_ns) / 1e6, NULL while live
+trace_id            text      32 hex chars, NULL when unknown (e.g. still streaming)
+span_id             text      16 hex chars, NULL when unknown
+error               text      error/exception message (scrubbed), NULL
+args                text      JSON of the args as the policy left them (intent stripped), NULL
+result              text      JSON/text of the result as the policy left it, NULL
+redaction           text      JSON: {"args": action, "output": action, "intent_hidden": bool,
+                              "outcome_hidden": bool, "scrubbed": count}
+updated_ns          integer   last write, unix epoch nanoseconds
+==================  ========  ==============================================================
+
+Other tables: ``sessions`` (session_id PK, next_seq, last_turn, first_ns, last_ns),
+``blocks`` (session_id, batch_id PK together, turn, activity_label, seq),
+``schema_migrations`` (name PK, applied_ns).
+
+``sessions.next_seq`` is the next number the session's counter hands out (``seq``,
+``settle_seq`` and ``blocks.seq`` all come from it, so they interleave in event order);
+``last_turn`` is the highest turn handed out by ``next_turn`` or written on an anchor (0: none);
+``first_ns``/``last_ns`` are the earliest start and the latest start/end seen. ``blocks`` rows
+exist only for blocks that got an activity label (``Ledger.set_activity``); ``blocks.seq`` is
+taken from the session counter when the label is set.
+
+Indexes (what the readers need, and nothing that makes every write pay for a rare read):
+
+================================  ==============================================================
+index                             used by
+================================  ==============================================================
+anchors (tool_call_id) unique     upserts, ``anchor(id)`` (SQLite: the rowid table's PK index)
+anchors (session_id, seq)         ``session_anchors``, ``checkpoints``, ``blocks``, session stats
+anchors (updated_ns)              ``changed_since`` (the watcher and the live viewer poll it)
+anchors (status, start_ns)        ``in_flight``: a partial index over live rows only (tiny)
+sessions (last_ns)                ``sessions()`` ordered by last activity
+================================  ==============================================================
+
+Search by intent/outcome/label text is a case-insensitive substring scan (no trigram or
+full-text index: either would cost every write for a rare read); filters by agent/tool/status
+in ``sessions()`` scan too. Analytics over many rows should read a copy (DuckDB), see
+docs/analytics.md.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, NotRequired, Protocol, TypedDict
+
+ANCHOR_COLUMNS: Final[tuple[str, ...]] = (
+    "tool_call_id",
+    "session_id",
+    "seq",
+    "settle_seq",
+    "turn",
+    "batch_id",
+    "parent_call_id",
+    "agent_id",
+    "tool_name",
+    "intent",
+    "outcome",
+    "label",
+    "status",
+    "start_ns",
+    "end_ns",
+    "duration_ms",
+    "trace_id",
+    "span_id",
+    "error",
+    "args",
+    "result",
+    "redaction",
+    "updated_ns",
+)
+
+
+class AnchorWrite(TypedDict):
+    """What a writer hands to ``Ledger.record``: a full or partial anchor keyed by tool_call_id.
+
+    ``seq``/``settle_seq``/``updated_ns`` are assigned by the ledger, never by writers. A
+    write for an id already present updates it in place (idempotent upsert): fields absent
+    from the write keep their stored value; a settled status is never overwritten by a live one
+    (a late or replayed in-flight write cannot un-settle a call: it only fills columns still
+    NULL, never ``label``/``intent``/``outcome``). Repeated settles: the last one wins,
+    ``settle_seq`` keeps the first. ``label`` absent: resolved with ``frame_label`` from the
+    stored fields. A write that changes nothing writes nothing (``updated_ns`` stays).
+    A ``streaming`` write (a stream tap) for a call already past streaming (in flight, in the
+    background, settled) never rewinds it: it too only fills columns still NULL, never the
+    status, ``label``, ``intent`` or ``outcome``. So one row goes streaming -> in flight ->
+    settled whatever order the writers' updates arrive in.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    status: str
+    session_id: NotRequired[str]
+    turn: NotRequired[int | None]
+    batch_id: NotRequired[str | None]
+    parent_call_id: NotRequired[str | None]
+    agent_id: NotRequired[str | None]
+    intent: NotRequired[str | None]
+    outcome: NotRequired[str | None]
+    label: NotRequired[str]
+    start_ns: NotRequired[int]
+    end_ns: NotRequired[int | None]
+    trace_id: NotRequired[str | None]
+    span_id: NotRequired[str | None]
+    error: NotRequired[str | None]
+    args: NotRequired[str | None]
+    result: NotRequired[str | None]
+    redaction: NotRequired[str | None]
+
+
+class Anchor(TypedDict):
+    """A stored anchor as the read API returns it (every column)."""
+
+    tool_call_id: str
+    session_id: str
+    seq: int
+    settle_seq: int | None
+    turn: int | None
+    batch_id: str | None
+    parent_call_id: str | None
+    agent_id: str | None
+    tool_name: str
+    intent: str | None
+    outcome: str | None
+    label: str
+    status: str
+    start_ns: int
+    end_ns: int | None
+    duration_ms: float | None
+    trace_id: str | None
+    span_id: str | None
+    error: str | None
+    args: str | None
+    result: str | None
+    redaction: str | None
+    updated_ns: int
+
+
+ColumnType = Literal["text", "integer", "real"]
+
+COLUMN_TYPES: Final[dict[str, ColumnType]] = {
+    "tool_call_id": "text",
+    "session_id": "text",
+    "seq": "integer",
+    "settle_seq": "integer",
+    "turn": "integer",
+    "batch_id": "text",
+    "parent_call_id": "text",
+    "agent_id": "text",
+    "tool_name": "text",
+    "intent": "text",
+    "outcome": "text",
+    "label": "text",
+    "status": "text",
+    "start_ns": "integer",
+    "end_ns": "integer",
+    "duration_ms": "real",
+    "trace_id": "text",
+    "span_id": "text",
+    "error": "text",
+    "args": "text",
+    "result": "text",
+    "redaction": "text",
+    "updated_ns": "integer",
+}
+"""SQL type class of each anchor column (the migrations render it per database)."""
+
+NOT_NULL_COLUMNS: Final[frozenset[str]] = frozenset(
+    {"tool_call_id", "session_id", "seq", "tool_name", "label", "status", "start_ns", "updated_ns"}
+)
+
+WRITABLE_COLUMNS: Final[frozenset[str]] = frozenset(AnchorWrite.__annotations__)
+"""Keys a writer may put in an ``AnchorWrite`` (others are ignored)."""
+
+
+class SessionInfo(TypedDict):
+    """One row of ``Ledger.sessions()``."""
+
+    session_id: str
+    calls: int
+    """Anchors in the session."""
+    errors: int
+    """Anchors with status ``error``."""
+    in_flight: int
+    """Anchors not settled yet (``streaming``, ``in_flight``, ``background``)."""
+    agents: list[str]
+    tools: list[str]
+    first_ns: int | None
+    last_ns: int | None
+    """Last activity: the latest start or end of a call in the session."""
+    last_turn: int | None
+
+
+class BlockInfo(TypedDict):
+    """A block of sibling calls (one model step) of a session, as ``Ledger.blocks()`` returns it."""
+
+    session_id: str
+    batch_id: str
+    turn: int | None
+    activity_label: str | None
+    """The block-level activity label set by the app (``Ledger.set_activity``), if any."""
+    seq: int
+    """The smallest ``seq`` of the block's calls (or the label's seq when it has no calls yet)."""
+
+
+class LedgerSink(Protocol):
+    """Where anchors go (``tracing.ledger.Ledger`` satisfies it). Must not block or raise."""
+
+    def record(self, write: AnchorWrite) -> None: ...
+
+    def set_activity(
+        self, session_id: str, batch_id: str, label: str, *, turn: int | None = None
+    ) -> None: ...

@@ -1,0 +1,124 @@
+"""``intentrace demo``: load the simulated agent's sessions into the ledger (and open the viewer).
+
+See :mod:`tracing.demo._run` and docs/collect.md#the-demo.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from typing import Any, cast
+
+import click
+
+from tracing.cli._ledger import ledger_option
+from tracing.demo._run import DEFAULT_SEED, DEFAULT_SESSIONS, narrative, run_demo
+from tracing.ledger import LedgerError, open_ledger
+
+VIEW_HOST = "127.0.0.1"
+VIEW_PORT = 8501
+
+
+def _print(lines: list[str]) -> None:
+    """Rich on a terminal, plain text otherwise (pipes, CI, tests)."""
+    if sys.stdout.isatty():
+        try:
+            from rich.console import Console
+            from rich.text import Text
+        except ImportError:
+            pass
+        else:
+            console = Console(highlight=False)
+            for n, line in enumerate(lines):
+                style = (
+                    "bold"
+                    if n == 0 or (line.startswith("  ") and not line.startswith("   "))
+                    else ""
+                )
+                text = Text(line, style=style)  # model-written text: never markup
+                for mark, colour in (("✓", "green"), ("✗", "red"), ("⊘", "yellow")):
+                    text.highlight_words([f" {mark} "], style=colour)
+                console.print(text, soft_wrap=True)
+            return
+    for line in lines:
+        click.echo(line)
+
+
+def _viewer() -> Callable[..., int] | None:
+    """The viewer's entry point (``tracing.cli._view.run_viewer``), None when not available."""
+    try:
+        module = importlib.import_module("tracing.cli._view")
+    except ImportError:
+        return None
+    run = getattr(module, "run_viewer", None)
+    return cast("Callable[..., int]", run) if callable(run) else None
+
+
+@click.command()
+@ledger_option
+@click.option(
+    "--seed",
+    type=int,
+    default=DEFAULT_SEED,
+    show_default=True,
+    help="Everything follows from it; the same seed updates the same sessions in place.",
+)
+@click.option(
+    "--sessions",
+    type=click.IntRange(1, 100),
+    default=DEFAULT_SESSIONS,
+    show_default=True,
+    help="How many sessions to simulate.",
+)
+@click.option("--view", is_flag=True, help="Open the viewer on the ledger afterwards.")
+@click.option("--host", default=VIEW_HOST, show_default=True, help="Viewer interface (--view).")
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=VIEW_PORT,
+    show_default=True,
+    help="Viewer port (--view).",
+)
+def demo(  # noqa: PLR0917 - click passes options as arguments
+    ledger_url: str | None, seed: int, sessions: int, view: bool, host: str, port: int
+) -> None:
+    """Load a simulated coding agent's sessions into the ledger (no LLM, no network).
+
+    The agent runs through the real pipeline (our instrumentation and IntentSpanProcessor)
+    and writes parallel calls, failures, a cancellation, a background call, a subagent,
+    non-English intents and a redacted tool. Running it again with the same seed updates the
+    same anchors instead of adding new ones.
+    """
+    try:
+        ledger = open_ledger(ledger_url)
+    except LedgerError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        report = run_demo(ledger, seed=seed, sessions=sessions)
+        lines = narrative(ledger, report)
+    except LedgerError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        ledger.close()
+    lines += [
+        "",
+        f"Ledger: {report.ledger_url}",
+        f"Read it: intentrace view --ledger {report.ledger_url}"
+        if ledger_url
+        else "Read it: intentrace view",
+    ]
+    _print(lines)
+    if not view:
+        return
+    run_viewer = _viewer()
+    if run_viewer is None:
+        click.echo("--view: the viewer is not part of this installation yet (tracing.cli._view)")
+        return
+    kwargs: dict[str, Any] = {"host": host, "port": port}
+    try:
+        code = run_viewer(report.ledger_url, **kwargs)
+    except LedgerError as exc:
+        raise click.ClickException(str(exc)) from None
+    if code not in (0, -2, -15, 130):
+        raise click.ClickException(f"the viewer stopped with exit code {code}")

@@ -1,0 +1,493 @@
+"""From a tool span to its label, its anchor and its redacted, shaped attributes.
+
+Pure functions over a :class:`~tracing.derive.SpanView`: the span processor calls them at
+start and at settle, the OTLP receiver (``intentrace collect``) on decoded spans, and both make
+the same anchors. No OpenTelemetry import here.
+
+``derive_call`` raises ``RedactionError`` when redaction could not run: callers drop the span
+and the anchor (fail closed). Any other exception is a bug; callers treat it the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Protocol, cast
+
+from tracing import attributes as A
+from tracing.anchor import AnchorWrite
+from tracing.derive._conventions import (
+    DEFAULT_CONVENTIONS,
+    FULL_PARSE_MAX_CHARS,
+    PREFIX_CHARS,
+    STATUS_ERROR,
+    Convention,
+    EventView,
+    SpanView,
+    ToolFacts,
+    intent_candidate,
+    match_convention,
+    parse_json,
+    result_outcome,
+    to_json_text,
+    unwrap_args,
+)
+from tracing.derive._redact import SpanRedactor, redact_span_data, safe_text, with_tag
+from tracing.intent import apply_outcome, read_intent, sanitize_label
+from tracing.status import frame_label
+
+Naming = Literal["intent", "stable"]
+NAMINGS: Final[tuple[str, ...]] = ("intent", "stable")
+
+
+class PolicyLike(Protocol):
+    """What we use of ``redaction.RedactionPolicy`` (which satisfies it)."""
+
+    def redact_call(
+        self,
+        *,
+        tool_name: str,
+        agent_id: str | None = None,
+        args: Any = None,
+        intent: str | None = None,
+        outcome: str | None = None,
+        output: Any = None,
+        error: str | None = None,
+    ) -> Any: ...
+
+    def scrub(self, value: Any) -> Any: ...
+
+    def scrub_text(self, text: str) -> str: ...
+
+
+class RegistryLike(Protocol):
+    def is_label_bearing(self, tool_name: str | None) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """What is known about a call beyond its own span attributes."""
+
+    session_id: str | None = None
+    agent_id: str | None = None
+    turn: int | None = None
+    parent_call_id: str | None = None
+    """Anchor id of the nearest ancestor tool call (subagents)."""
+    batch_id: str | None = None
+    call_id: str | None = None
+    """The anchor id fixed at start (settle must write the same one)."""
+    learned_intent: str | None = None
+    """Raw intent learned from the model span that requested this call."""
+    label_bearing: bool | None = None
+    """The gate decided elsewhere (e.g. a learned call whose tool is label-bearing)."""
+    timed_out: bool = False
+    """A background call that never returned (also read from ``intentrace.timed_out``)."""
+
+
+def is_label_bearing(
+    attributes: Mapping[str, Any],
+    tool_name: str,
+    registry: RegistryLike | None,
+    decided: bool | None = None,
+) -> bool:
+    """The label-bearing gate: the explicit span flag, else a decision made elsewhere, else the
+    registry of tools we injected. A business ``intent`` argument alone never counts."""
+    flag = attributes.get(A.LABEL_BEARING)
+    if isinstance(flag, bool):
+        return flag
+    if decided is not None:
+        return decided
+    try:
+        return registry is not None and registry.is_label_bearing(tool_name)
+    except Exception:
+        return False
+
+
+def raw_intent_of(
+    facts: ToolFacts, *, gate: bool, learned: str | None = None, full: bool = False
+) -> str | None:
+    """The raw (model-written) intent of a call behind the gate, or None."""
+    if not gate:
+        return None
+    found = intent_candidate(facts.args, read=read_intent, max_chars=PREFIX_CHARS)
+    raw = facts.args
+    if found is None and full and isinstance(raw, str | bytes) and len(raw) > PREFIX_CHARS:
+        found = intent_candidate(raw, read=read_intent, max_chars=FULL_PARSE_MAX_CHARS)
+    return found if found is not None else learned
+
+
+def _visible(text: str | None) -> str | None:
+    if not text:
+        return None
+    label = sanitize_label(text)
+    return label or None
+
+
+def _exception_message(view: SpanView) -> str | None:
+    for event in view.events:
+        if event.name == A.EXCEPTION_EVENT:
+            message = event.attributes.get(A.EXCEPTION_MESSAGE)
+            kind = event.attributes.get(A.EXCEPTION_TYPE)
+            if isinstance(message, str) and message:
+                return f"{kind}: {message}" if isinstance(kind, str) and kind else message
+            if isinstance(kind, str) and kind:
+                return kind
+    return None
+
+
+def _cancelled(view: SpanView) -> bool:
+    if view.attributes.get(A.STATUS) == "cancelled":
+        return True
+    for event in view.events:
+        if event.name == A.EXCEPTION_EVENT:
+            kind = event.attributes.get(A.EXCEPTION_TYPE)
+            if isinstance(kind, str) and kind.rsplit(".", 1)[-1] == "CancelledError":
+                return True
+    return False
+
+
+def settle_status(view: SpanView, ctx: CallContext) -> str:
+    """The status of an ended tool span: cancelled > error > background > success."""
+    if _cancelled(view):
+        return "cancelled"
+    level = view.attributes.get(A.LANGFUSE_OBSERVATION_LEVEL)
+    timed_out = ctx.timed_out or view.attributes.get(A.TIMED_OUT) is True
+    if view.status_code == STATUS_ERROR or level == "ERROR" or timed_out:
+        return "error"
+    if view.attributes.get(A.STATUS) == "background":
+        return "background"  # ended at dispatch: settles later under the same call id
+    return "success"
+
+
+def _outcome_inputs(
+    attributes: Mapping[str, Any], result: Any
+) -> tuple[str | None, Mapping[str, Any] | None]:
+    outcome = attributes.get(A.OUTCOME)
+    patch_raw = attributes.get(A.OUTCOME_PATCH)
+    patch = parse_json(patch_raw) if patch_raw is not None else None
+    text = outcome if isinstance(outcome, str) and outcome else None
+    patch_map = cast("Mapping[str, Any]", patch) if isinstance(patch, Mapping) else None
+    if text is None and patch_map is None and result is not None:
+        return result_outcome(result)
+    return text, patch_map
+
+
+def shown_tool_name(policy: PolicyLike, tool_name: str) -> str:
+    """The tool name as shown: scrubbed (a name taken from a span name may carry anything)."""
+    if tool_name.isidentifier():
+        return tool_name  # a code-level identifier: nothing to scrub
+    return safe_text(policy.scrub_text(tool_name))
+
+
+def default_call_id(view: SpanView) -> str:
+    return f"{view.trace_id or ''}:{view.span_id or ''}"
+
+
+@dataclass(frozen=True, slots=True)
+class StartCall:
+    """What is known about a tool call when its span starts."""
+
+    facts: ToolFacts
+    call_id: str
+    raw_intent: str | None
+    intent: str | None
+    """Visible intent (redacted, sanitized)."""
+    status: str
+    label: str
+    name: str | None
+    """The new span name (naming mode ``intent`` with a visible intent), else None."""
+    anchor: AnchorWrite
+
+
+def _anchor_base(
+    view: SpanView,
+    facts: ToolFacts,
+    ctx: CallContext,
+    call_id: str,
+    *,
+    tool: str,
+    status: str,
+    label: str,
+) -> AnchorWrite:
+    attrs = view.attributes
+    batch = attrs.get(A.BATCH_ID)
+    write: AnchorWrite = {
+        "tool_call_id": call_id,
+        "tool_name": tool,
+        "status": status,
+        "label": label,
+    }
+    # What this span does not know is left out, not written as NULL: another writer of the
+    # same call (a stream tap in this process, a processor elsewhere) may know it, and a
+    # ledger write overwrites every column it carries.
+    known: dict[str, Any] = {
+        "session_id": ctx.session_id or facts.session_id,
+        "turn": ctx.turn if ctx.turn is not None else int_or_none(attrs.get(A.TURN)),
+        "batch_id": batch
+        if isinstance(batch, str) and batch
+        else ctx.batch_id or view.parent_span_id,
+        "parent_call_id": ctx.parent_call_id,
+        "agent_id": ctx.agent_id or facts.agent_id,
+        "trace_id": view.trace_id,
+        "span_id": view.span_id,
+    }
+    for key, value in known.items():
+        if value is not None and value != "":
+            write[key] = value
+    if view.start_ns:
+        write["start_ns"] = view.start_ns
+    return write
+
+
+def int_or_none(value: Any) -> int | None:
+    """An integer attribute value (a decimal string counts; a bool does not), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def derive_start(
+    view: SpanView,
+    facts: ToolFacts,
+    *,
+    policy: PolicyLike,
+    registry: RegistryLike | None = None,
+    ctx: CallContext = CallContext(),
+    naming: Naming = "intent",
+) -> StartCall:
+    """The in-flight state of a tool call at span start (raises ``RedactionError``)."""
+    agent = ctx.agent_id or facts.agent_id
+    gate = is_label_bearing(view.attributes, facts.tool_name, registry, ctx.label_bearing)
+    raw = raw_intent_of(facts, gate=gate, learned=ctx.learned_intent)
+    shown_tool = shown_tool_name(policy, facts.tool_name)
+    intent: str | None = None
+    if raw is not None:
+        red = policy.redact_call(tool_name=facts.tool_name, agent_id=agent, intent=raw)
+        intent = _visible(cast("str | None", red.intent))
+    status = "background" if view.attributes.get(A.STATUS) == "background" else "in_flight"
+    label = frame_label(tool_name=shown_tool, status=status, intent=intent)
+    call_id = ctx.call_id or facts.call_id or default_call_id(view)
+    anchor = _anchor_base(view, facts, ctx, call_id, tool=shown_tool, status=status, label=label)
+    anchor["intent"] = intent
+    return StartCall(
+        facts=facts,
+        call_id=call_id,
+        raw_intent=raw,
+        intent=intent,
+        status=status,
+        label=label,
+        name=label if naming == "intent" and intent else None,
+        anchor=anchor,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DerivedCall:
+    """A settled tool call: its label, its anchor and the shaped (redacted) span data."""
+
+    facts: ToolFacts
+    status: str
+    label: str
+    intent: str | None
+    outcome: str | None
+    name: str
+    """The span name to export (label in ``intent`` naming with a visible intent)."""
+    renamed: bool
+    """True when ``name`` is the label (not the original name)."""
+    attributes: dict[str, Any]
+    events: tuple[EventView, ...]
+    status_message: str | None
+    anchor: AnchorWrite
+    scrubbed: int
+
+
+def _ledger_args(redacted: Any, action: str, gate: bool) -> str | None:
+    if redacted is None:
+        return None
+    if action != "keep":
+        return to_json_text(redacted)
+    kwargs, positional = unwrap_args(parse_json(redacted))
+    if kwargs is not None:
+        kept = {k: v for k, v in kwargs.items() if not (gate and k == "intent")}
+        if positional:
+            return to_json_text({"args": list(positional), "kwargs": kept})
+        return to_json_text(kept)
+    if positional is not None:
+        return to_json_text({"args": list(positional)})
+    return to_json_text(redacted)
+
+
+def derive_call(
+    view: SpanView,
+    *,
+    policy: PolicyLike,
+    facts: ToolFacts | None = None,
+    registry: RegistryLike | None = None,
+    ctx: CallContext = CallContext(),
+    naming: Naming = "intent",
+    langfuse_tag: str | None = A.DEFAULT_LANGFUSE_TAG,
+    conventions: Sequence[Convention] = DEFAULT_CONVENTIONS,
+) -> DerivedCall | None:
+    """Settle a tool span: None when it is not a tool span. Raises ``RedactionError``.
+
+    Args:
+        view: the ended span.
+        policy: the redaction policy (``redaction.RedactionPolicy``).
+        facts: the recognised facts (recognised here when None).
+        registry: label-bearing tool names (``IntentRegistry``); the span flag wins.
+        ctx: session/agent/turn/parent/batch known from elsewhere, the anchor id fixed at start.
+        naming: ``intent`` (the name becomes the label) or ``stable`` (names untouched).
+        langfuse_tag: added to ``langfuse.trace.tags`` on intent-labelled spans (None: none).
+        conventions: the conventions to recognise with (used when ``facts`` is None).
+    """
+    convention = None
+    if facts is None:
+        convention = match_convention(view.name, view.attributes, conventions)
+        if convention is None:
+            return None
+        facts = convention.facts(view)
+    attrs = view.attributes
+    tool = facts.tool_name
+    agent = ctx.agent_id or facts.agent_id
+    session = ctx.session_id or facts.session_id
+    gate = is_label_bearing(attrs, tool, registry, ctx.label_bearing)
+    raw_intent = raw_intent_of(facts, gate=gate, learned=ctx.learned_intent, full=True)
+    status = settle_status(view, ctx)
+    timed_out = ctx.timed_out or attrs.get(A.TIMED_OUT) is True
+    error_text = view.status_message or facts.error or _exception_message(view)
+    if status not in ("error", "cancelled"):
+        error_text = None
+    resolved: str | None = None
+    if raw_intent and status == "success":
+        outcome, patch = _outcome_inputs(attrs, facts.result)
+        if outcome or patch:
+            applied = apply_outcome(raw_intent, outcome=outcome, outcome_patch=patch)
+            resolved = applied if applied != raw_intent else None
+
+    red = policy.redact_call(
+        tool_name=tool, agent_id=agent, intent=raw_intent, outcome=resolved, error=error_text
+    )
+    shown_tool = shown_tool_name(policy, tool)
+    decision = red.decision
+    intent = _visible(cast("str | None", red.intent))
+    outcome_v = _visible(cast("str | None", red.outcome)) if intent else None
+    label = frame_label(
+        tool_name=shown_tool, status=status, intent=intent, outcome=outcome_v, timed_out=timed_out
+    )
+    redactor = SpanRedactor(
+        policy, tool, agent, str(decision.args), str(decision.output), scrubbed=int(red.scrubbed)
+    )
+
+    extra_args = convention.args_keys if convention is not None else ()
+    extra_result = convention.result_keys if convention is not None else ()
+    shaped, events, first_args, first_result = redact_span_data(
+        view, redactor, args_keys=extra_args, result_keys=extra_result
+    )
+    if first_args is None and facts.args is not None:
+        first_args = redactor.args(facts.args)  # args found in an event
+    if first_result is None and facts.result is not None:
+        first_result = redactor.output(facts.result)
+
+    before = attrs.get(A.ORIGINAL_NAME)  # renamed at start by an in-process processor
+    original = safe_text(
+        policy.scrub_text(before if isinstance(before, str) and before else view.name)
+    )
+    renamed = naming == "intent" and intent is not None
+    name = label if renamed else original
+    status_message = (
+        safe_text(policy.scrub_text(view.status_message)) if view.status_message else None
+    )
+
+    call_id = ctx.call_id or facts.call_id or default_call_id(view)
+    shaped[A.TOOL_NAME] = shown_tool
+    shaped[A.CONVENTION] = facts.convention
+    shaped[A.STATUS] = status
+    shaped[A.LABEL] = label
+    shaped[A.ORIGINAL_NAME] = original
+    shaped[A.TOOL_CALL_ID] = safe_text(call_id)
+    shaped[A.LABEL_BEARING] = gate
+    if intent:
+        shaped[A.INTENT] = intent
+    if outcome_v:
+        shaped[A.OUTCOME] = outcome_v
+    shaped.setdefault(A.GEN_AI_OPERATION_NAME, A.GEN_AI_EXECUTE_TOOL)
+    shaped.setdefault(A.GEN_AI_TOOL_NAME, shown_tool)
+    anchor = _anchor_base(view, facts, ctx, call_id, tool=shown_tool, status=status, label=label)
+    if session:
+        shaped[A.SESSION_ID] = safe_text(session)
+        shaped.setdefault(A.GEN_AI_CONVERSATION_ID, safe_text(session))
+    if anchor.get("agent_id"):
+        shaped[A.AGENT_ID] = safe_text(str(anchor.get("agent_id")))
+    if anchor.get("turn") is not None:
+        shaped[A.TURN] = anchor.get("turn")
+    if anchor.get("batch_id"):
+        shaped[A.BATCH_ID] = str(anchor.get("batch_id"))
+    if ctx.parent_call_id:
+        shaped[A.PARENT_CALL_ID] = ctx.parent_call_id
+    if status == "background" or attrs.get(A.BACKGROUND) is True:
+        shaped[A.BACKGROUND] = True
+    if timed_out:
+        shaped[A.TIMED_OUT] = True
+    shaped[A.REDACTION_ARGS] = str(decision.args)
+    shaped[A.REDACTION_OUTPUT] = str(decision.output)
+    shaped[A.REDACTION_INTENT_HIDDEN] = bool(raw_intent) and intent is None
+    shaped[A.REDACTION_OUTCOME_HIDDEN] = bool(resolved) and outcome_v is None
+    shaped[A.REDACTION_SCRUBBED] = redactor.scrubbed
+    if intent and langfuse_tag:
+        shaped[A.LANGFUSE_TRACE_TAGS] = with_tag(attrs.get(A.LANGFUSE_TRACE_TAGS), langfuse_tag)
+
+    live = status == "background"
+    anchor["intent"] = intent
+    anchor["outcome"] = outcome_v
+    anchor["end_ns"] = None if live else view.end_ns
+    anchor["error"] = cast("str | None", red.error) if error_text else None
+    anchor["args"] = _ledger_args(first_args, str(decision.args), gate)
+    anchor["result"] = to_json_text(first_result)
+    anchor["redaction"] = json.dumps(
+        {
+            "args": str(decision.args),
+            "output": str(decision.output),
+            "intent_hidden": bool(raw_intent) and intent is None,
+            "outcome_hidden": bool(resolved) and outcome_v is None,
+            "scrubbed": redactor.scrubbed,
+        }
+    )
+    return DerivedCall(
+        facts=facts,
+        status=status,
+        label=label,
+        intent=intent,
+        outcome=outcome_v,
+        name=name,
+        renamed=renamed,
+        attributes=shaped,
+        events=tuple(events),
+        status_message=status_message,
+        anchor=anchor,
+        scrubbed=redactor.scrubbed,
+    )
+
+
+def langfuse_attributes(derived: DerivedCall) -> dict[str, Any]:
+    """The attributes of the copy sent to a Langfuse destination.
+
+    The Langfuse server names an observation from ``gen_ai.tool.name`` (then ``logfire.msg``)
+    before the span name, so a renamed tool span keeps its tool name in
+    ``intentrace.tool.name`` only, ``logfire.msg`` carries the label, and the type is set
+    explicitly (``langfuse.observation.type=tool``) so the observation stays a TOOL.
+    """
+    attrs = dict(derived.attributes)
+    attrs.setdefault(A.LANGFUSE_OBSERVATION_TYPE, A.LANGFUSE_TOOL)
+    session = attrs.get(A.SESSION_ID)
+    if session:
+        attrs.setdefault(A.SESSION_ID_KEY, session)
+    if derived.renamed:
+        attrs.pop(A.GEN_AI_TOOL_NAME, None)
+        if A.LOGFIRE_MSG in attrs:
+            attrs[A.LOGFIRE_MSG] = derived.name
+    return attrs

@@ -1,0 +1,64 @@
+"""The span processor's options (one frozen object) and its configuration error."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Final, cast
+
+from tracing import attributes as A
+from tracing.derive._call import NAMINGS, Naming
+from tracing.environment_variables import INTENTRACE_LANGFUSE_TAG, INTENTRACE_NAMING
+
+
+class ConfigError(ValueError):
+    """A tracing configuration error; the message (one line) says how to fix it."""
+
+
+DEFAULT_BACKGROUND_TIMEOUT_S: Final = 600.0
+
+
+@dataclass(frozen=True)
+class IntentOptions:
+    """How ``IntentSpanProcessor`` shapes spans. Precedence: argument > environment > default."""
+
+    naming: Naming | None = None
+    """``intent`` (default): a tool span's name becomes its label, the original name stays in
+    ``intentrace.original_name``. ``stable``: names untouched, intent/outcome/label in
+    attributes only (for backends that need low-cardinality names). Env: ``INTENTRACE_NAMING``."""
+    langfuse_tag: str | bool | None = None
+    """Tag added to ``langfuse.trace.tags`` on intent-labelled spans; ``False`` or ``""`` adds
+    none. Env: ``INTENTRACE_LANGFUSE_TAG``; default ``tool-intent``."""
+    learn_from_model_spans: bool = True
+    """Name tool spans at start from the tool calls a model span listed (call id, else tool
+    name and order within the trace)."""
+    background_timeout_s: float = DEFAULT_BACKGROUND_TIMEOUT_S
+    """A background call not harvested within this many seconds settles as an error
+    (``· timed out``)."""
+    in_thread: bool = True
+    """Recognise, redact, name and shape in the processor's own thread: the app thread only
+    enqueues (the live span is renamed moments after it starts; exported copies are always
+    right). ``False`` does it all inline in ``on_start``/``on_end`` (the live span carries its
+    label from its first instant, at a cost on the app thread)."""
+    max_queue: int = 8192
+    """Spans waiting for the processor's thread; beyond this the app thread waits for room
+    (back-pressure, never a drop)."""
+
+    def resolved_naming(self) -> Naming:
+        value = self.naming or os.environ.get(INTENTRACE_NAMING, "").strip().lower() or "intent"
+        if value not in NAMINGS:
+            raise ConfigError(
+                f"naming must be 'intent' or 'stable', got {value!r} "
+                f"(argument naming= or ${INTENTRACE_NAMING})"
+            )
+        return cast("Naming", value)
+
+    def resolved_langfuse_tag(self) -> str | None:
+        if self.langfuse_tag is False:
+            return None
+        if isinstance(self.langfuse_tag, str):
+            return self.langfuse_tag.strip() or None
+        env = os.environ.get(INTENTRACE_LANGFUSE_TAG)
+        if env is not None:
+            return env.strip() or None
+        return A.DEFAULT_LANGFUSE_TAG

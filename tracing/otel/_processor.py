@@ -1,0 +1,399 @@
+"""``IntentSpanProcessor``: tool spans named by intent, in every exporter it wraps.
+
+It *is* a ``SpanProcessor`` that wraps the processors that export (``BatchSpanProcessor``,
+Langfuse's): ``on_start`` sees the live span (rename it when the args are start attributes or
+a model span already listed the call; write the in-flight anchor), ``on_end`` hands a shaped
+copy — a new ``ReadableSpan`` with the label as name and every data-bearing attribute redacted —
+to the wrapped processors (in opentelemetry-sdk 1.45 an ended span cannot be changed).
+
+Hot-path hooks never raise into the app: errors are logged once, counted (``stats()``) and kept
+for tests (``internal_errors()``). A tool span whose redaction fails is dropped (fail closed).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+import os
+import queue
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from tracing import attributes as A
+from tracing._context import SESSION, SessionInfo
+from tracing.anchor import LedgerSink
+from tracing.derive._call import Naming, PolicyLike, RegistryLike
+from tracing.derive._conventions import DEFAULT_CONVENTIONS, Convention, match_convention
+from tracing.derive._redact import safe_text
+from tracing.intent import IntentRegistry, default_registry
+from tracing.otel._calls import CallTracker
+from tracing.otel._options import IntentOptions
+from tracing.otel._spans import copy_span, is_langfuse_processor, span_view
+
+__all__ = ["IntentSpanProcessor", "LedgerSink", "notify_background", "span_view"]
+
+logger = logging.getLogger("tracing.processor")
+
+_PROCESSORS: Final[weakref.WeakSet[IntentSpanProcessor]] = weakref.WeakSet()
+_MAX_ERRORS: Final = 100
+
+
+_THREAD_NAME: Final = "intentrace-processor"
+_yield_gil: Final = functools.partial(time.sleep, 0)
+"""Releases the GIL for a moment (a thread waiting for it takes it)."""
+
+
+class _EndedSpanRace(logging.Filter):
+    """Our thread renames live spans; one may end between our check and the call. The SDK then
+    warns; that race is expected and harmless, so its warnings from our thread are dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (
+            threading.current_thread().name == _THREAD_NAME and "ended span" in str(record.msg)
+        )
+
+
+logging.getLogger("opentelemetry.sdk.trace").addFilter(_EndedSpanRace())
+
+
+def _default_policy() -> PolicyLike:
+    from redaction import RedactionPolicy
+
+    return RedactionPolicy.load()
+
+
+class IntentSpanProcessor(SpanProcessor):
+    """Names tool spans by intent and forwards a redacted, shaped copy to the processors it wraps.
+
+    Args:
+        *processors: the exporting processors to wrap (e.g.
+            ``BatchSpanProcessor(OTLPSpanExporter())``, Langfuse's ``LangfuseSpanProcessor``).
+        policy: the redaction policy (default ``RedactionPolicy.load()``: the file named by
+            ``$INTENTRACE_REDACTION_POLICY``, else keep everything and scrub secrets).
+        registry: label-bearing tool names (default: ``default_registry()``, which
+            ``inject_intent`` fills). A span flag ``intentrace.label_bearing`` wins.
+        ledger: where anchors go (``record``/``set_activity``), e.g. ``open_ledger(...)``.
+        options: naming mode, Langfuse tag, background timeout, threading.
+        conventions: how tool spans are recognised (default: GenAI semconv, OpenInference,
+            OpenLLMetry/Traceloop, Langfuse); put your own first.
+        langfuse_processors: wrapped processors that feed a Langfuse server (detected
+            automatically for ``LangfuseSpanProcessor``): they get copies whose
+            ``gen_ai.tool.name`` moved to ``intentrace.tool.name`` so the server shows the label.
+    """
+
+    def __init__(
+        self,
+        *processors: SpanProcessor,
+        policy: PolicyLike | None = None,
+        registry: RegistryLike | IntentRegistry | None = None,
+        ledger: LedgerSink | None = None,
+        options: IntentOptions | None = None,
+        conventions: Sequence[Convention] = DEFAULT_CONVENTIONS,
+        langfuse_processors: Iterable[SpanProcessor] = (),
+    ) -> None:
+        self._options = options or IntentOptions()
+        self._in_thread = self._options.in_thread
+        self._max_queue = max(1, self._options.max_queue)
+        self._naming: Naming = self._options.resolved_naming()
+        self._tag = self._options.resolved_langfuse_tag()
+        self._policy: PolicyLike = policy if policy is not None else _default_policy()
+        self._registry: RegistryLike = registry if registry is not None else default_registry()
+        self._ledger = ledger
+        self._conventions = tuple(conventions)
+        self._lock = threading.RLock()
+        """Guards the call state; held while one item is handled (never by the app thread
+        in threaded mode)."""
+        self._small = threading.Lock()
+        """Guards counters and the queue depth (held for nanoseconds, safe on the app thread)."""
+        self._processors: tuple[SpanProcessor, ...] = ()
+        self._langfuse: set[int] = {id(p) for p in langfuse_processors}
+        for processor in (*processors, *langfuse_processors):
+            self.add_processor(processor)
+        self._counts: dict[str, int] = {}
+        self._errors: deque[tuple[str, str]] = deque(maxlen=_MAX_ERRORS)
+        self._logged: set[str] = set()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._puts = itertools.count(1)
+        self._put = 0
+        """Items enqueued so far (``next(self._puts)`` is atomic: no lock on the app thread)."""
+        self._done = 0
+        """Items handled so far (written by the processor's thread only)."""
+        self._room = threading.Condition(self._small)
+        self._worker: threading.Thread | None = None
+        if hasattr(os, "register_at_fork"):
+            weak = weakref.WeakMethod(self._after_fork)
+            os.register_at_fork(after_in_child=lambda: (m := weak()) and m())  # type: ignore[func-returns-value]
+        self._shutdown = False
+        self._calls = CallTracker(
+            self,
+            policy=self._policy,
+            registry=self._registry,
+            ledger=ledger,
+            options=self._options,
+            naming=self._naming,
+            langfuse_tag=self._tag,
+            conventions=self._conventions,
+        )
+        _PROCESSORS.add(self)
+
+    # ----------------------------------------------------------------------------- wrapping
+    @property
+    def processors(self) -> tuple[SpanProcessor, ...]:
+        """The wrapped processors."""
+        return self._processors
+
+    @property
+    def naming(self) -> str:
+        return self._naming
+
+    def add_processor(self, processor: SpanProcessor, *, langfuse: bool | None = None) -> None:
+        """Wrap one more exporting processor (``langfuse=None``: detect Langfuse's)."""
+        if processor is self:
+            return
+        with self._small:
+            if any(p is processor for p in self._processors):
+                return
+            self._processors = (*self._processors, processor)
+            if langfuse or (langfuse is None and is_langfuse_processor(processor)):
+                self._langfuse.add(id(processor))
+
+    @property
+    def has_langfuse(self) -> bool:
+        return bool(self._langfuse)
+
+    # ----------------------------------------------------------------------------- errors
+    def count(self, key: str, n: int = 1) -> None:
+        """Add to a counter (see ``stats()``)."""
+        with self._small:
+            self._counts[key] = self._counts.get(key, 0) + n
+
+    def fail(self, where: str, exc: BaseException) -> None:
+        """Record an internal error: counted, kept for tests, logged once per place."""
+        self.count("internal_errors")
+        self._errors.append((where, f"{type(exc).__name__}: {exc}"))
+        if where not in self._logged:
+            self._logged.add(where)
+            logger.warning("intentrace: internal error in %s (logged once)", where, exc_info=exc)
+
+    def stats(self) -> dict[str, int]:
+        """Counters: tool spans, named at start/settle, learned/matched calls, dropped, errors..."""
+        with self._small:
+            counts = dict(self._counts)
+        counts["live_calls"] = self._calls.live_calls
+        counts["background_calls"] = self._calls.background_calls
+        counts["queue_depth"] = max(0, self._put - self._done)
+        return counts
+
+    def internal_errors(self) -> list[tuple[str, str]]:
+        """The latest internal errors (where, message) — tests assert this stays empty."""
+        return list(self._errors)
+
+    # ----------------------------------------------------------------------------- hooks
+    # The app thread only stamps the session and enqueues; everything else happens in
+    # the ``CallTracker``, one item at a time, in the processor's thread (or inline, under the lock,
+    # with ``in_thread=False``). One FIFO queue keeps the order that matters: a model span's
+    # end (learning its calls) before the tool spans it requested start, a span's start
+    # before its end, a parent's start before its children's.
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        try:
+            session = SESSION.get()
+            if session is not None:
+                self._stamp_session(span, session)
+            self._submit(("start", span, session))
+        except Exception as exc:
+            self.fail("on_start", exc)
+        for processor in self._processors:
+            try:
+                processor.on_start(span, parent_context=parent_context)
+            except Exception as exc:
+                self.fail(f"{type(processor).__name__}.on_start", exc)
+
+    def _on_ending(self, span: Span) -> None:
+        for processor in self._processors:
+            try:
+                processor._on_ending(span)  # pyright: ignore[reportPrivateUsage]
+            except Exception as exc:
+                self.fail(f"{type(processor).__name__}._on_ending", exc)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        try:
+            self._submit(("end", span))
+        except Exception as exc:  # could not even enqueue: export the span as it is
+            self.fail("on_end", exc)
+            if match_convention(span.name, span.attributes or {}, self._conventions) is None:
+                self.forward_plain(span)
+            else:
+                self.count("dropped")
+
+    def mark_background(self, span: Span, timeout_s: float | None = None) -> bool:
+        """A live tool span was dispatched to the background: frame it, keep it in flight.
+
+        It settles when it ends (the harvest); if it is still live after ``timeout_s``
+        (default ``options.background_timeout_s``) it ends as an error (``· timed out``).
+        Returns False when the span has no context or the processor is shut down.
+        """
+        if span.context is None or self._shutdown:
+            return False
+        limit = timeout_s if timeout_s is not None else self._options.background_timeout_s
+        self._submit(("background", span, limit))
+        return True
+
+    @staticmethod
+    def _stamp_session(span: Span, session: SessionInfo) -> None:
+        attrs = span.attributes or {}
+        own: dict[str, Any] = {A.SESSION_ID: session.session_id}
+        if A.SESSION_ID_KEY not in attrs:
+            own[A.SESSION_ID_KEY] = session.session_id
+        if session.agent_id:
+            own[A.AGENT_ID] = session.agent_id
+        if session.turn is not None:
+            own[A.TURN] = session.turn
+        span.set_attributes(own)
+
+    # ----------------------------------------------------------------------------- the queue
+    def _submit(self, item: tuple[Any, ...]) -> None:
+        # the app thread's whole share of the work: a counter and a put
+        if not self._in_thread:
+            self._process(item)
+            return
+        if self._worker is None:
+            self._ensure_worker()
+        self._put = put = next(self._puts)
+        if put - self._done > self._max_queue:  # back-pressure, never a drop
+            self.count("waited_for_queue")
+            with self._room:
+                while self._put - self._done > self._max_queue and self._worker_alive():
+                    self._room.wait(0.05)
+        self._queue.put(item)
+
+    def _process(self, item: tuple[Any, ...]) -> None:
+        with self._lock:
+            try:
+                kind = item[0]
+                if kind == "start":
+                    self._calls.start(item[1], item[2])
+                elif kind == "end":
+                    self._calls.end(item[1])
+                elif kind == "background":
+                    self._calls.background(item[1], item[2])
+            except Exception as exc:
+                self.fail(f"handle {item[0]}", exc)
+
+    def _worker_alive(self) -> bool:
+        return self._worker is not None and self._worker.is_alive()
+
+    def _after_fork(self) -> None:
+        """In a forked child the thread did not survive: start afresh on first use."""
+        self._queue = queue.SimpleQueue()
+        self._puts = itertools.count(1)
+        self._put = self._done = 0
+        self._worker = None
+        self._lock = threading.RLock()
+        self._small = threading.Lock()
+        self._room = threading.Condition(self._small)
+
+    def _ensure_worker(self) -> None:
+        with self._small:
+            if self._worker_alive():
+                return
+            self._worker = threading.Thread(target=self._run, name=_THREAD_NAME, daemon=True)
+            self._worker.start()
+
+    def _run(self) -> None:
+        timeout: float | None = None
+        seen = 0
+        while True:
+            try:
+                item = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                item = None
+            try:
+                if isinstance(item, tuple):
+                    self._process(item)  # pyright: ignore[reportUnknownArgumentType]
+                    self._done += 1
+                    if self._put - self._done >= self._max_queue:
+                        with self._room:
+                            self._room.notify_all()
+                    if self._put != seen:
+                        seen = self._put
+                        # The app made spans since the last one: it is busy. Hand it the GIL
+                        # now rather than hold it until the interpreter's switch interval
+                        # (5 ms) forces us to, so a busy app thread keeps most of the GIL
+                        # instead of half (bench/processor.py, app thread wall clock). With
+                        # the app idle, the backlog drains at full speed.
+                        _yield_gil()
+                elif isinstance(item, threading.Event):
+                    item.set()
+                elif item == "stop":
+                    return
+                timeout = self._calls.reap()
+            except Exception as exc:  # never let the thread die
+                self.fail("processor thread", exc)
+
+    # ----------------------------------------------------------------------------- export
+    def forward_plain(self, span: ReadableSpan) -> None:
+        """Export a span as it is (its name made safe for the OTLP encoder)."""
+        name = span.name
+        if not name.isascii() and safe_text(name) != name:
+            span = copy_span(span, name=safe_text(name))
+        self.forward(span, span)
+
+    def forward(self, span: ReadableSpan, langfuse_span: ReadableSpan) -> None:
+        """Hand a shaped copy to every wrapped processor (Langfuse ones get theirs)."""
+        for processor in self._processors:
+            try:
+                processor.on_end(langfuse_span if id(processor) in self._langfuse else span)
+            except Exception as exc:
+                self.fail(f"{type(processor).__name__}.on_end", exc)
+
+    # ----------------------------------------------------------------------------- lifecycle
+    def _drain(self, timeout_s: float) -> bool:
+        if not self._worker_alive():
+            return True
+        done = threading.Event()
+        self._queue.put(done)
+        return done.wait(timeout_s)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        deadline = time.monotonic() + timeout_millis / 1000
+        ok = self._drain(timeout_millis / 1000)
+        for processor in self._processors:
+            remaining = max(0, int((deadline - time.monotonic()) * 1000))
+            try:
+                ok = processor.force_flush(remaining) and ok
+            except Exception as exc:
+                self.fail(f"{type(processor).__name__}.force_flush", exc)
+                ok = False
+        return ok
+
+    def shutdown(self) -> None:
+        if self._shutdown:
+            return
+        self._shutdown = True
+        self._drain(30.0)
+        if self._worker_alive():
+            self._queue.put("stop")
+            assert self._worker is not None
+            self._worker.join(5.0)
+        for processor in self._processors:
+            try:
+                processor.shutdown()
+            except Exception as exc:
+                self.fail(f"{type(processor).__name__}.shutdown", exc)
+
+
+def notify_background(span: Span, timeout_s: float | None = None) -> bool:
+    """Tell every live ``IntentSpanProcessor`` that ``span`` went to the background."""
+    handled = False
+    for processor in list(_PROCESSORS):
+        handled = processor.mark_background(span, timeout_s) or handled
+    return handled

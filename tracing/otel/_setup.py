@@ -1,0 +1,216 @@
+"""``configure(...)``: one call that sets up tracing with ``IntentSpanProcessor``.
+
+Four setups (docs/tracing.md): plain OTLP (``OTEL_EXPORTER_OTLP_*``), Langfuse only, both,
+and an app whose ``TracerProvider`` already exists (its processors get wrapped).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from os import PathLike
+from typing import Any, cast
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+from tracing.anchor import LedgerSink
+from tracing.derive._call import Naming, PolicyLike, RegistryLike
+from tracing.derive._conventions import DEFAULT_CONVENTIONS, Convention
+from tracing.environment_variables import INTENTRACE_LEDGER_URL
+from tracing.otel._options import ConfigError, IntentOptions
+from tracing.otel._processor import IntentSpanProcessor
+
+_OTLP_ENV = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+
+
+@dataclass(frozen=True)
+class TracingSetup:
+    """What ``configure`` built."""
+
+    provider: TracerProvider
+    processor: IntentSpanProcessor
+    langfuse: Any | None = None
+    """The Langfuse client, when Langfuse is a destination."""
+    ledger: LedgerSink | None = None
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Export everything ended so far (and write its anchors)."""
+        ok = self.processor.force_flush(timeout_millis)
+        flush = getattr(self.ledger, "flush", None)
+        if callable(flush):
+            ok = bool(cast("Callable[[float], Any]", flush)(timeout_millis / 1000)) and ok
+        return ok
+
+    def shutdown(self) -> None:
+        """Flush and stop the processor, the exporters and the ledger writer."""
+        self.processor.shutdown()
+        close = getattr(self.ledger, "close", None)
+        if callable(close):
+            close()
+
+
+def wrap_provider(provider: TracerProvider, processor: IntentSpanProcessor) -> None:
+    """Put ``processor`` in front of the provider's processors, now and later.
+
+    The processors already registered move under ``processor`` (they get its shaped copies);
+    processors added to the provider afterwards (e.g. by a Langfuse client created later) are
+    wrapped too. Raises ``ConfigError`` when the provider's internals are not the SDK's.
+    """
+    multi: Any = getattr(provider, "_active_span_processor", None)
+    lock = getattr(multi, "_lock", None)
+    if multi is None or lock is None or not hasattr(multi, "_span_processors"):
+        raise ConfigError(
+            "cannot wrap this TracerProvider's processors; add "
+            "IntentSpanProcessor(<your exporting processors>) to it yourself (docs/tracing.md)"
+        )
+    with lock:
+        existing = cast("tuple[SpanProcessor, ...]", multi._span_processors)
+        multi._span_processors = (processor,)
+    for item in existing:
+        if isinstance(item, IntentSpanProcessor):
+            for inner in item.processors:
+                processor.add_processor(inner)
+        else:
+            processor.add_processor(item)
+
+    def add_span_processor(span_processor: SpanProcessor) -> None:
+        processor.add_processor(span_processor)
+
+    provider.add_span_processor = add_span_processor  # type: ignore[method-assign]
+
+
+def _resolve_policy(policy: PolicyLike | str | PathLike[str] | None) -> PolicyLike:
+    if policy is not None and not isinstance(policy, str | PathLike):
+        return policy
+    from redaction import RedactionPolicy
+
+    return RedactionPolicy.load(policy)
+
+
+def _resolve_ledger(ledger: LedgerSink | str | bool | None) -> LedgerSink | None:
+    if ledger is False:
+        return None
+    if ledger is None:
+        url = os.environ.get(INTENTRACE_LEDGER_URL)
+        if not url:
+            return None
+        ledger = url
+    if ledger is True or isinstance(ledger, str):
+        from tracing.ledger import open_ledger
+
+        return open_ledger(None if ledger is True else ledger)
+    return ledger
+
+
+def _langfuse_client(
+    langfuse: bool | Mapping[str, Any] | Any, provider: TracerProvider, policy: PolicyLike
+) -> Any:
+    if langfuse is True or isinstance(langfuse, Mapping):
+        try:
+            from langfuse import Langfuse
+        except ImportError as exc:
+            raise ConfigError(
+                "langfuse=... needs the Langfuse SDK: pip install 'intentrace[langfuse]'"
+            ) from exc
+        kwargs: dict[str, Any] = (
+            dict(cast("Mapping[str, Any]", langfuse)) if isinstance(langfuse, Mapping) else {}
+        )
+        kwargs.setdefault("tracer_provider", provider)
+        mask = getattr(policy, "langfuse_mask", None)
+        if mask is not None:
+            kwargs.setdefault("mask", mask)
+        return Langfuse(**kwargs)
+    return langfuse  # a client the app made (its processor is on the provider it was given)
+
+
+def configure(
+    *,
+    otlp: bool | None = None,
+    langfuse: bool | Mapping[str, Any] | Any | None = None,
+    policy: PolicyLike | str | PathLike[str] | None = None,
+    naming: Naming | None = None,
+    ledger: LedgerSink | str | bool | None = None,
+    registry: RegistryLike | None = None,
+    provider: TracerProvider | None = None,
+    resource: Resource | None = None,
+    set_global: bool = True,
+    options: IntentOptions | None = None,
+    exporters: Iterable[SpanExporter] = (),
+    processors: Iterable[SpanProcessor] = (),
+    conventions: Sequence[Convention] | None = None,
+) -> TracingSetup:
+    """Set up tracing: a ``TracerProvider`` whose exporters get intent-named, redacted spans.
+
+    Args:
+        otlp: export OTLP/HTTP, configured by the standard ``OTEL_EXPORTER_OTLP_*`` variables.
+            Default: on when ``OTEL_EXPORTER_OTLP_ENDPOINT``/``..._TRACES_ENDPOINT`` is set
+            (and the provider is ours; for an existing provider only when True).
+        langfuse: ``True`` (a ``Langfuse()`` client from ``LANGFUSE_*`` variables), a mapping of
+            ``Langfuse(...)`` arguments (e.g. ``public_key``, ``secret_key``, ``base_url``), or
+            a client the app already made.
+        policy: a ``RedactionPolicy`` or the path of a policy file (default
+            ``RedactionPolicy.load()``: ``$INTENTRACE_REDACTION_POLICY`` or the default).
+        naming: ``intent`` (default, ``$INTENTRACE_NAMING``) or ``stable``.
+        ledger: a ledger object, a URL, ``True`` (the default ledger file) or ``False``;
+            default: ``$INTENTRACE_LEDGER_URL`` when set, else no ledger.
+        registry: label-bearing tool names (default ``default_registry()``).
+        provider: an existing provider to wrap instead of making one (its processors move
+            under the intent processor). Default: the global provider when it is already an SDK
+            provider, else a new one.
+        resource: the resource of a new provider.
+        set_global: make a new provider the global one.
+        options: further processor options (``naming`` here wins over ``options.naming``).
+        exporters: more exporters (each behind a ``BatchSpanProcessor``).
+        processors: more processors to wrap.
+        conventions: how tool spans are recognised, in order (default ``DEFAULT_CONVENTIONS``:
+            GenAI semconv, OpenInference, OpenLLMetry, Langfuse); put a ``Convention`` of your
+            own first to recognise a framework's tool spans that none of them matches.
+
+    Raises:
+        ConfigError: a bad option (one line saying how to fix it).
+    """
+    opts = options or IntentOptions()
+    if naming is not None:
+        opts = dataclasses.replace(opts, naming=naming)
+    resolved_policy = _resolve_policy(policy)
+    sink = _resolve_ledger(ledger)
+    processor = IntentSpanProcessor(
+        policy=resolved_policy,
+        registry=registry,
+        ledger=sink,
+        options=opts,
+        conventions=DEFAULT_CONVENTIONS if conventions is None else conventions,
+    )
+
+    existing = provider
+    if existing is None:
+        current = trace.get_tracer_provider()
+        if isinstance(current, TracerProvider):
+            existing = current
+    if existing is not None:
+        target = existing
+        use_otlp = otlp is True
+    else:
+        target = TracerProvider(resource=resource) if resource else TracerProvider()
+        use_otlp = otlp if otlp is not None else any(os.environ.get(k) for k in _OTLP_ENV)
+    wrap_provider(target, processor)
+
+    if use_otlp:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        processor.add_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    for exporter in exporters:
+        processor.add_processor(BatchSpanProcessor(exporter))
+    for extra in processors:
+        processor.add_processor(extra)
+    client = None
+    if langfuse is not None and langfuse is not False:
+        client = _langfuse_client(langfuse, target, resolved_policy)
+    if existing is None and set_global:
+        trace.set_tracer_provider(target)
+    return TracingSetup(provider=target, processor=processor, langfuse=client, ledger=sink)
