@@ -1,4 +1,5 @@
-"""Shared test configuration: hypothesis profiles and the PostgreSQL test database."""
+"""Shared test configuration: hypothesis profiles, the PostgreSQL test database, and the check
+that no test passes while one of our components swallowed a bug (``tracing.diagnostics``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tracing import diagnostics
 from tracing.environment_variables import INTENTRACE_TEST_POSTGRES_URL
 
 settings.register_profile(
@@ -17,6 +19,8 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=60, deadline=None)
 settings.register_profile("thorough", max_examples=2000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+pytest_plugins = ["pytester"]
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -47,3 +51,20 @@ def postgres_url() -> Iterator[str]:
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
+
+
+@pytest.fixture(autouse=True)
+def no_internal_errors(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test during which any component reported an internal error (a swallowed bug).
+
+    Tests that inject bugs on purpose say so with ``@pytest.mark.internal_errors``; they then
+    check the reports themselves.
+    """
+    mark = diagnostics.last_seq()
+    yield
+    if request.node.get_closest_marker("internal_errors") is not None:
+        return
+    new = diagnostics.internal_errors(since=mark)
+    if new:
+        lines = "\n".join(f"  {e.component} / {e.where}: {e.error}" for e in new)
+        pytest.fail(f"internal errors were reported (swallowed bugs):\n{lines}", pytrace=False)

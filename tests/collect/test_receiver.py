@@ -10,6 +10,7 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from google.rpc import status_pb2  # pyright: ignore[reportMissingTypeStubs]
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -273,6 +274,7 @@ def test_partial_success_names_the_rejected_spans(collected: Collected) -> None:
     assert len(collected.ledger.anchors()) == 1
 
 
+@pytest.mark.internal_errors
 def test_partial_success_when_redaction_fails() -> None:
     class FailingForTool:
         """The real policy, except that redaction cannot run for one tool."""

@@ -24,7 +24,6 @@ from tracing import (
     with_intent,
     without_intent,
 )
-from tracing.intent._streaming import internal_errors
 
 SEARCH = {
     "type": "object",
@@ -178,7 +177,6 @@ def test_marker_is_checked_on_the_description() -> None:
 )
 def test_read_intent(args: Any, expected: str | None) -> None:
     assert read_intent(args) == expected
-    assert internal_errors() == {}
 
 
 def test_read_intent_with_schema_ignores_business_intent() -> None:

@@ -255,6 +255,7 @@ def break_(monkeypatch: pytest.MonkeyPatch, method: str, message: str) -> None:
     monkeypatch.setattr(Writer, method, broken)
 
 
+@pytest.mark.internal_errors
 def test_a_preparer_bug_leaves_the_batch_to_the_writer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -267,6 +268,7 @@ def test_a_preparer_bug_leaves_the_batch_to_the_writer(
         assert any("a bug in planning ahead" in e for e in ledger.recent_errors())
 
 
+@pytest.mark.internal_errors
 def test_a_writer_bug_drops_and_counts_everything_after_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

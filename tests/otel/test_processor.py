@@ -323,6 +323,7 @@ class FailingForTool:
         return self.real.scrub_text(text)
 
 
+@pytest.mark.internal_errors
 def test_redaction_error_drops_the_span_and_counts() -> None:
     policy = FailingForTool("lookup")
     with capture(policy=policy) as cap:
@@ -480,6 +481,7 @@ class Exploding(SpanProcessor):
         raise RuntimeError("boom at end")
 
 
+@pytest.mark.internal_errors
 def test_a_failing_wrapped_processor_never_reaches_the_app() -> None:
     with capture(processors=[Exploding()]) as cap:
         with tool_call("t", {"intent": "Doing"}, tracer=cap.tracer, label_bearing=True):

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -58,6 +58,7 @@ from tracing.derive._conventions import (
     requested_calls,
 )
 from tracing.derive._learn import Pending, RequestedCalls
+from tracing.diagnostics import ErrorLog
 from tracing.intent import IntentRegistry, read_intent, sanitize_label
 
 logger = logging.getLogger("tracing.feed")
@@ -68,7 +69,6 @@ MAX_WAITING: Final = 50_000
 """Calls and activity labels waiting for an ancestor that has not arrived yet."""
 MAX_DEPTH: Final = 256
 """Ancestors looked at for one call, at most (a client may send a cycle)."""
-_MAX_ERRORS: Final = 100
 
 _SESSION_KEYS: Final = GENAI.session_keys
 # What descendants inherit: the values our ``session(...)`` puts on every span, as in the
@@ -190,8 +190,7 @@ class SpanFeed:
         self._n_waiting = 0
         self._requested = RequestedCalls()
         self._counts: dict[str, int] = {}
-        self._errors: deque[tuple[str, str]] = deque(maxlen=_MAX_ERRORS)
-        self._logged: set[str] = set()
+        self._errors = ErrorLog("feed", logger)
 
     # ------------------------------------------------------------------------------ counters
     def _count(self, key: str, n: int = 1) -> None:
@@ -199,10 +198,7 @@ class SpanFeed:
 
     def _fail(self, where: str, exc: BaseException) -> None:
         self._count("internal_errors")
-        self._errors.append((where, f"{type(exc).__name__}: {exc}"))
-        if where not in self._logged:
-            self._logged.add(where)
-            logger.warning("intentrace feed: error in %s (logged once)", where, exc_info=exc)
+        self._errors.report(where, exc)
 
     def stats(self) -> dict[str, int]:
         """Counters: spans, calls, rejected, learned_matched, activities, deferred,
@@ -215,7 +211,7 @@ class SpanFeed:
 
     def internal_errors(self) -> list[tuple[str, str]]:
         """The latest internal errors (where, message): tests assert this stays empty."""
-        return list(self._errors)
+        return [(e.where, e.error) for e in self._errors.recent()]
 
     # ------------------------------------------------------------------------------ ingest
     def ingest(self, spans: Sequence[SpanView]) -> FeedResult:

@@ -45,6 +45,7 @@ from tracing.collect._otlp import (
     decode,
     decompress,
 )
+from tracing.diagnostics import ErrorLog
 
 logger = logging.getLogger("tracing.receiver")
 
@@ -280,6 +281,7 @@ class CollectReceiver:
         self._ledger_stats = ledger_stats
         self._lock = threading.Lock()
         self._counts: dict[str, int] = {}
+        self._errors = ErrorLog("receiver", logger)
         self._server = _Server((self.options.host, self.options.port), self)
         self._thread: threading.Thread | None = None
         self._running = False
@@ -343,7 +345,7 @@ class CollectReceiver:
 
     def fail(self, where: str, exc: BaseException) -> None:
         self.count("internal_errors")
-        logger.warning("intentrace collect: error in %s", where, exc_info=exc)
+        self._errors.report(where, exc)
 
     def stats(self) -> dict[str, int]:
         """Counters: requests, spans, calls, rejected, http_<status>, internal_errors."""

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 from codecs import utf_8_decode as _utf8_decode
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
+
+from tracing.diagnostics import ErrorLog
 
 _log = logging.getLogger("tracing.intent")
 
@@ -60,23 +61,12 @@ _REPLACEMENT: Final = "\ufffd"
 downstream (OTLP drops the whole batch)."""
 _BYTES_SLICE: Final = 1 << 14
 
-_errors_lock = threading.Lock()
-_errors: dict[str, int] = {}
+_ERRORS: Final = ErrorLog("intent", _log)
 
 
 def count_internal_error(where: str, exc: BaseException) -> None:
-    """Count an internal error (a bug, never bad input) and log the first of each kind."""
-    with _errors_lock:
-        n = _errors.get(where, 0) + 1
-        _errors[where] = n
-    if n == 1:
-        _log.warning("intentrace: internal error in %s (counted, not raised)", where, exc_info=exc)
-
-
-def internal_errors() -> dict[str, int]:
-    """Internal errors swallowed by the intent primitives so far, by place (tests read this)."""
-    with _errors_lock:
-        return dict(_errors)
+    """Report an internal error of the intent primitives (a bug, never bad input)."""
+    _ERRORS.report(where, exc)
 
 
 @dataclass(frozen=True, slots=True)

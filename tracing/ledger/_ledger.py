@@ -243,13 +243,14 @@ class Ledger:
             close_all()
 
     def stats(self) -> dict[str, int]:
-        """Counters: enqueued, written, dropped, retries, errors, queue_depth, reaped, invalid."""
+        """Counters: enqueued, written, dropped, retries, errors (the database's failures),
+        internal_errors (our bugs, ``tracing.diagnostics``), queue_depth, reaped, invalid."""
         w = self._writer
         depth = self._queue.qsize() if self._queue is not None else 0
         if w is None:
             return {
                 "enqueued": 0, "written": 0, "dropped": self._dropped, "retries": 0,
-                "errors": 0, "queue_depth": 0, "reaped": 0, "invalid": 0,
+                "errors": 0, "internal_errors": 0, "queue_depth": 0, "reaped": 0, "invalid": 0,
             }  # fmt: skip
         return {
             "enqueued": w.taken + depth,
@@ -257,13 +258,15 @@ class Ledger:
             "dropped": self._dropped + w.dropped,
             "retries": w.retries,
             "errors": w.errors,
+            "internal_errors": w.internal.count,
             "queue_depth": depth,
             "reaped": w.reaped,
             "invalid": w.invalid,
         }
 
     def recent_errors(self) -> list[str]:
-        """The last internal errors (one line each, newest last), for tests and diagnostics."""
+        """The latest failures, one line each, newest last: the database's (open, write, data)
+        and our own bugs (also in ``tracing.diagnostics``)."""
         return list(self._writer.recent_errors) if self._writer is not None else []
 
     def _drop(self) -> None:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
 from typing import Any, cast
 
+from tracing.diagnostics import ErrorLog
 from tracing.ledger._config import LedgerOptions
 from tracing.ledger._plan import (
     RID,
@@ -134,6 +135,9 @@ class Writer:
         self.renumbered = 0
         """Batches planned ahead whose numbers did not hold (another writer took some)."""
         self.recent_errors: deque[str] = deque(maxlen=20)
+        """The latest failures, one line each: the database's and our own bugs."""
+        self.internal = ErrorLog("ledger", logger)
+        """Our bugs (``tracing.diagnostics``), also counted in ``stats()['internal_errors']``."""
         self._reap_cutoff_ns: int | None = None
         reap_after = options.reap_after_seconds
         if reap and reap_after is not None and reap_after is not False:
@@ -203,7 +207,7 @@ class Writer:
                 else:
                     break
         except BaseException as exc:  # a bug: keep the app alive, make it visible
-            self._error("writer", exc, level=logging.ERROR)
+            self._bug("writer thread", exc)
             if current is not None:
                 self._drop(len(current.items), "the ledger's writer failed")
             self._dead = True
@@ -250,8 +254,8 @@ class Writer:
             try:
                 if not self._prepare_step():
                     return
-            except Exception as exc:  # a bug: log it, go on (the writer plans what it gets)
-                self._error("prepare", exc, level=logging.ERROR)
+            except Exception as exc:  # a bug: report it, go on (the writer plans what it gets)
+                self._bug("preparing thread", exc)
 
     def _prepare_step(self) -> bool:
         """Take one batch off the queue, plan it, hand it over; False once a Stop was seen.
@@ -300,7 +304,7 @@ class Writer:
             self._plan_ahead(prepared)
         except Exception as exc:  # a bug: the writer plans the batch itself
             prepared.plan = None
-            self._error("prepare", exc, level=logging.ERROR)
+            self._bug("planning ahead", exc)
         self._handoff.put(prepared)
 
     def _plan_ahead(self, prepared: Prepared) -> None:
@@ -615,6 +619,12 @@ class Writer:
             logger.warning(
                 "intentrace ledger: dropped %d write(s): %s (counted in stats())", n, why
             )
+
+    def _bug(self, where: str, exc: BaseException) -> None:
+        """A bug of ours in one of the ledger's threads: reported, and shown in
+        ``recent_errors()`` beside the database's failures."""
+        self.internal.report(where, exc, level=logging.ERROR)
+        self.recent_errors.append(f"{where}: {type(exc).__name__}: {exc}")
 
     def _error(self, kind: str, exc: BaseException, *, level: int = logging.WARNING) -> None:
         text = (

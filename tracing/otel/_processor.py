@@ -6,8 +6,9 @@ a model span already listed the call; write the in-flight anchor), ``on_end`` ha
 copy — a new ``ReadableSpan`` with the label as name and every data-bearing attribute redacted —
 to the wrapped processors (in opentelemetry-sdk 1.45 an ended span cannot be changed).
 
-Hot-path hooks never raise into the app: errors are logged once, counted (``stats()``) and kept
-for tests (``internal_errors()``). A tool span whose redaction fails is dropped (fail closed).
+Hot-path hooks never raise into the app: internal errors are reported to ``tracing.diagnostics``
+(logged once, counted in ``stats()``, kept for ``internal_errors()``). A tool span whose
+redaction fails is dropped (fail closed).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import queue
 import threading
 import time
 import weakref
-from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
@@ -33,6 +33,7 @@ from tracing.anchor import LedgerSink
 from tracing.derive._call import Naming, PolicyLike, RegistryLike
 from tracing.derive._conventions import DEFAULT_CONVENTIONS, Convention, match_convention
 from tracing.derive._redact import safe_text
+from tracing.diagnostics import ErrorLog
 from tracing.intent import IntentRegistry, default_registry
 from tracing.otel._calls import CallTracker
 from tracing.otel._options import IntentOptions
@@ -43,7 +44,6 @@ __all__ = ["IntentSpanProcessor", "LedgerSink", "notify_background", "span_view"
 logger = logging.getLogger("tracing.processor")
 
 _PROCESSORS: Final[weakref.WeakSet[IntentSpanProcessor]] = weakref.WeakSet()
-_MAX_ERRORS: Final = 100
 
 
 _THREAD_NAME: Final = "intentrace-processor"
@@ -118,8 +118,7 @@ class IntentSpanProcessor(SpanProcessor):
         for processor in (*processors, *langfuse_processors):
             self.add_processor(processor)
         self._counts: dict[str, int] = {}
-        self._errors: deque[tuple[str, str]] = deque(maxlen=_MAX_ERRORS)
-        self._logged: set[str] = set()
+        self._errors = ErrorLog("processor", logger)
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._puts = itertools.count(1)
         self._put = 0
@@ -176,12 +175,9 @@ class IntentSpanProcessor(SpanProcessor):
             self._counts[key] = self._counts.get(key, 0) + n
 
     def fail(self, where: str, exc: BaseException) -> None:
-        """Record an internal error: counted, kept for tests, logged once per place."""
+        """Record an internal error (``tracing.diagnostics``): counted, kept, logged once."""
         self.count("internal_errors")
-        self._errors.append((where, f"{type(exc).__name__}: {exc}"))
-        if where not in self._logged:
-            self._logged.add(where)
-            logger.warning("intentrace: internal error in %s (logged once)", where, exc_info=exc)
+        self._errors.report(where, exc)
 
     def stats(self) -> dict[str, int]:
         """Counters: tool spans, named at start/settle, learned/matched calls, dropped, errors..."""
@@ -194,7 +190,7 @@ class IntentSpanProcessor(SpanProcessor):
 
     def internal_errors(self) -> list[tuple[str, str]]:
         """The latest internal errors (where, message) — tests assert this stays empty."""
-        return list(self._errors)
+        return [(e.where, e.error) for e in self._errors.recent()]
 
     # ----------------------------------------------------------------------------- hooks
     # The app thread only stamps the session and enqueues; everything else happens in

@@ -19,6 +19,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from tracing.diagnostics import ErrorLog
 from tracing.intent import IntentRegistry, IntentStreamReader, StreamingIntent, sanitize_label
 from tracing.status import ABANDONED, STREAMING
 from tracing.taps._events import ROUTES, route_for
@@ -73,12 +74,19 @@ class _Stats:
         self.lock = threading.Lock()
         self.values: dict[str, int] = dict.fromkeys(self.KEYS, 0)
         self.logged: set[str] = set()
+        self.errors = ErrorLog("taps", _log)
 
     def add(self, key: str, n: int = 1) -> None:
         with self.lock:
             self.values[key] += n
 
     def error(self, key: str, where: str, exc: BaseException) -> None:
+        """Count a failure; ``internal_errors`` (our bugs) go to ``tracing.diagnostics``, the
+        rest (the app's callback raised, redaction could not run) are logged once here."""
+        if key == "internal_errors":
+            self.add(key)
+            self.errors.report(where, exc)
+            return
         with self.lock:
             self.values[key] += 1
             first = where not in self.logged
