@@ -18,7 +18,7 @@ import string
 from collections.abc import Iterator
 from typing import Any
 
-from tracing.status import frame_label
+from tracing.status import Status, frame_label
 
 TOOLS: dict[str, tuple[float, float]] = {  # tool -> (median duration ms, error rate)
     "search_code": (400, 0.03),
@@ -203,15 +203,15 @@ def anchors(
                 r = rng.random()
                 live = made_in_session >= size - 2 and rng.random() < 0.02
                 if live:
-                    status = "in_flight"
+                    status = Status.IN_FLIGHT
                 elif r < err:
-                    status = "error"
+                    status = Status.ERROR
                 elif r < err + 0.01:
-                    status = "cancelled"
+                    status = Status.CANCELLED
                 elif r < err + 0.013:
-                    status = "abandoned"
+                    status = Status.ABANDONED
                 else:
-                    status = "success"
+                    status = Status.SUCCESS
                 history.append((tool, args_text, intent, status))
                 duration_ns = int(rng.lognormvariate(0, 0.8) * median * 1_000_000)
                 start = t
@@ -219,7 +219,7 @@ def anchors(
                 end = None if live else start + duration_ns
                 shown = None if hidden else intent
                 outcome = None
-                if status == "success" and shown and rng.random() < 0.4:
+                if status == Status.SUCCESS and shown and rng.random() < 0.4:
                     outcome = f"Found {rng.randint(0, 40)} results"
                 label = frame_label(tool_name=tool, status=status, intent=shown, outcome=outcome)
                 updated += 1  # distinct stamps: the time of the last write plus a counter

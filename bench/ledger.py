@@ -46,6 +46,7 @@ from typing import Any
 
 from tracing.environment_variables import INTENTRACE_TEST_POSTGRES_URL
 from tracing.ledger import ANCHOR_COLUMNS, Ledger, LedgerOptions, open_ledger
+from tracing.status import Status
 
 BATCH = 5_000
 SESSIONS = 64
@@ -74,7 +75,7 @@ def writes_for(n: int, tag: str) -> tuple[list[dict[str, Any]], list[dict[str, A
         session = f"{tag}-{i % SESSIONS}"
         t = T0 + i * 1000
         starts.append({
-            "tool_call_id": cid, "tool_name": "search_code", "status": "in_flight",
+            "tool_call_id": cid, "tool_name": "search_code", "status": Status.IN_FLIGHT,
             "session_id": session, "turn": 1 + i // 1000, "batch_id": f"b{i // 4}",
             "agent_id": "coder", "intent": f"Searching for the handler of route {i}",
             "label": f"Searching for the handler of route {i}", "start_ns": t,
@@ -84,7 +85,7 @@ def writes_for(n: int, tag: str) -> tuple[list[dict[str, Any]], list[dict[str, A
         })  # fmt: skip
         ends.append({
             "tool_call_id": cid, "tool_name": "search_code",
-            "status": "success" if i % 10 else "error",
+            "status": Status.SUCCESS if i % 10 else Status.ERROR,
             "outcome": f"Found 3 handlers for route {i}" if i % 10 else None,
             "label": f"Found 3 handlers for route {i}" if i % 10 else
                      f"Searching for the handler of route {i} · failed",
@@ -301,10 +302,10 @@ def app_cost(url: str, n: int, work: str) -> dict[str, float]:
         t, c = time.perf_counter(), time.thread_time()
         for i in range(n):
             cid = f"app-{uuid.uuid4().hex}"
-            sink({"tool_call_id": cid, "tool_name": "search_code", "status": "in_flight",
+            sink({"tool_call_id": cid, "tool_name": "search_code", "status": Status.IN_FLIGHT,
                   "session_id": "app", "intent": "Searching for the router", "start_ns": T0 + i})  # fmt: skip
             wait()
-            sink({"tool_call_id": cid, "tool_name": "search_code", "status": "success",
+            sink({"tool_call_id": cid, "tool_name": "search_code", "status": Status.SUCCESS,
                   "outcome": "Found it", "end_ns": T0 + i + 1})  # fmt: skip
         return (time.perf_counter() - t) / n, (time.thread_time() - c) / n
 
@@ -360,7 +361,7 @@ def flood(url: str, n: int) -> None:
         rss_peak = rss0
         t = time.perf_counter()
         for i in range(n):
-            ledger.record({"tool_call_id": f"flood-{i}", "tool_name": "t", "status": "in_flight",
+            ledger.record({"tool_call_id": f"flood-{i}", "tool_name": "t", "status": Status.IN_FLIGHT,
                            "session_id": "flood", "args": "x" * 200})  # fmt: skip
             if i % 10_000 == 0:
                 peak = max(peak, ledger.stats()["queue_depth"])

@@ -37,6 +37,7 @@ from streamlit.testing.v1 import AppTest
 
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
 from tracing.ledger import AnchorWrite, LedgerOptions, open_ledger
+from tracing.status import Status
 from viewer import APP_PATH
 
 BIG = "big-session"
@@ -66,7 +67,7 @@ def build(path: Path, sessions: int, calls: int, live: int) -> float:
                 AnchorWrite(
                     tool_call_id=f"{sid}-{c}",
                     tool_name=TOOLS[(s + c) % len(TOOLS)],
-                    status="error" if (s + c) % 17 == 0 else "success",
+                    status=Status.ERROR if (s + c) % 17 == 0 else Status.SUCCESS,
                     session_id=sid,
                     turn=1,
                     batch_id=f"{sid}-b",
@@ -84,11 +85,11 @@ def build(path: Path, sessions: int, calls: int, live: int) -> float:
     start = BASE_NS + sessions * 10 * 1_000_000
     for i in range(calls):
         block = i // 4
-        status = "success"
+        status = Status.SUCCESS
         if i % 23 == 0:
-            status = "error"
+            status = Status.ERROR
         if i >= calls - live:
-            status = "in_flight"
+            status = Status.IN_FLIGHT
         parent = f"{BIG}-{(i // 200) * 200}" if i % 200 in (1, 2, 3) else None
         write = AnchorWrite(
             tool_call_id=f"{BIG}-{i}",

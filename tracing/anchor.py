@@ -67,6 +67,8 @@ from __future__ import annotations
 
 from typing import Final, Literal, NotRequired, Protocol, TypedDict
 
+from tracing.status import Status
+
 ANCHOR_COLUMNS: Final[tuple[str, ...]] = (
     "tool_call_id",
     "session_id",
@@ -112,7 +114,7 @@ class AnchorWrite(TypedDict):
 
     tool_call_id: str
     tool_name: str
-    status: str
+    status: Status
     session_id: NotRequired[str]
     turn: NotRequired[int | None]
     batch_id: NotRequired[str | None]
@@ -146,7 +148,7 @@ class Anchor(TypedDict):
     intent: str | None
     outcome: str | None
     label: str
-    status: str
+    status: Status
     start_ns: int
     end_ns: int | None
     duration_ms: float | None

@@ -17,44 +17,49 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from enum import StrEnum
+from typing import Final
 
-Status = Literal[
-    "streaming", "in_flight", "success", "error", "cancelled", "background", "abandoned"
-]
 
-STREAMING: Final = "streaming"
-IN_FLIGHT: Final = "in_flight"
-SUCCESS: Final = "success"
-ERROR: Final = "error"
-CANCELLED: Final = "cancelled"
-BACKGROUND: Final = "background"
-ABANDONED: Final = "abandoned"
+class Status(StrEnum):
+    """The status of a call. A ``str``: members equal (and hash as) their values, so a status
+    read back from the ledger as text compares, indexes and sorts the same."""
 
-STATUSES: Final[tuple[Status, ...]] = (
-    "streaming",
-    "in_flight",
-    "success",
-    "error",
-    "cancelled",
-    "background",
-    "abandoned",
+    STREAMING = "streaming"
+    """The model is still writing the call's arguments (its intent grows)."""
+    IN_FLIGHT = "in_flight"
+    """The tool is running."""
+    BACKGROUND = "background"
+    """Dispatched to the background: in flight until harvested or timed out."""
+    SUCCESS = "success"
+    ERROR = "error"
+    CANCELLED = "cancelled"
+    ABANDONED = "abandoned"
+    """Never settled by the app (the stream stopped, the process died): settled by us."""
+
+
+STATUSES: Final[tuple[Status, ...]] = tuple(Status)
+LIVE_STATUSES: Final[frozenset[Status]] = frozenset(
+    {Status.STREAMING, Status.IN_FLIGHT, Status.BACKGROUND}
 )
-LIVE_STATUSES: Final[frozenset[str]] = frozenset({"streaming", "in_flight", "background"})
 """Calls that have not settled yet."""
+SETTLED_STATUSES: Final[frozenset[Status]] = frozenset(
+    {Status.SUCCESS, Status.ERROR, Status.CANCELLED, Status.ABANDONED}
+)
+FAILED_STATUSES: Final[frozenset[Status]] = frozenset(
+    {Status.ERROR, Status.CANCELLED, Status.ABANDONED}
+)
 
-GLYPHS: Final[Mapping[str, str]] = {
-    "streaming": "✎",
-    "in_flight": "●",
-    "background": "◷",
-    "success": "✓",
-    "error": "✗",
-    "cancelled": "⊘",
-    "abandoned": "⊘",
+GLYPHS: Final[Mapping[Status, str]] = {
+    Status.STREAMING: "✎",
+    Status.IN_FLIGHT: "●",
+    Status.BACKGROUND: "◷",
+    Status.SUCCESS: "✓",
+    Status.ERROR: "✗",
+    Status.CANCELLED: "⊘",
+    Status.ABANDONED: "⊘",
 }
 """One mark per status: the terminal watcher and the viewer show the same ones."""
-FAILED_STATUSES: Final[frozenset[str]] = frozenset({"error", "cancelled", "abandoned"})
-SETTLED_STATUSES: Final[frozenset[str]] = frozenset({"success", "error", "cancelled", "abandoned"})
 
 # Framing suffixes. Deliberately not past tense: they work in every language.
 FRAME_ERROR: Final = " · failed"
@@ -64,17 +69,17 @@ FRAME_ABANDONED: Final = " · abandoned"
 FRAME_TIMED_OUT: Final = " · timed out"
 
 
-def default_label(tool_name: str, status: str) -> str:
+def default_label(tool_name: str, status: Status) -> str:
     """Today's label for a call that carries no (visible) intent."""
-    if status in ("streaming", "in_flight"):
+    if status in (Status.STREAMING, Status.IN_FLIGHT):
         return f"Running {tool_name}"
-    if status == "background":
+    if status == Status.BACKGROUND:
         return f"Running {tool_name}{FRAME_BACKGROUND}"
-    if status == "error":
+    if status == Status.ERROR:
         return f"{tool_name}{FRAME_ERROR}"
-    if status == "cancelled":
+    if status == Status.CANCELLED:
         return f"{tool_name}{FRAME_CANCELLED}"
-    if status == "abandoned":
+    if status == Status.ABANDONED:
         return f"{tool_name}{FRAME_ABANDONED}"
     return f"Ran {tool_name}"
 
@@ -82,7 +87,7 @@ def default_label(tool_name: str, status: str) -> str:
 def frame_label(
     *,
     tool_name: str,
-    status: str,
+    status: Status,
     intent: str | None,
     outcome: str | None = None,
     timed_out: bool = False,
@@ -91,24 +96,24 @@ def frame_label(
 
     Args:
         tool_name: the code-level tool name (the neutral default when no intent is visible).
-        status: one of ``STATUSES``.
+        status: a :class:`Status` (or its text, as the ledger stores it).
         intent: the visible intent (already redacted/sanitized), or None when absent or hidden.
         outcome: the visible resolved outcome text (``apply_outcome`` already applied), or None.
         timed_out: an error that is a background task that never returned.
     """
     if not intent:
-        if status == "error" and timed_out:
+        if status == Status.ERROR and timed_out:
             return f"{tool_name}{FRAME_TIMED_OUT}"
         return default_label(tool_name, status)
-    if status == "success":
+    if status == Status.SUCCESS:
         return outcome or intent
-    if status == "error":
+    if status == Status.ERROR:
         return f"{intent}{FRAME_TIMED_OUT if timed_out else FRAME_ERROR}"
-    if status == "cancelled":
+    if status == Status.CANCELLED:
         return f"{intent}{FRAME_CANCELLED}"
-    if status == "background":
+    if status == Status.BACKGROUND:
         return f"{intent}{FRAME_BACKGROUND}"
-    if status == "abandoned":
+    if status == Status.ABANDONED:
         return f"{intent}{FRAME_ABANDONED}"
     return intent
 
@@ -117,7 +122,7 @@ def frame_label(
 class HeaderCall:
     """What the group header needs to know about one call of a block."""
 
-    status: str
+    status: Status
     intent: str | None
     label: str
     seq: int

@@ -34,6 +34,7 @@ from tracing.derive._call import PolicyLike, RegistryLike
 from tracing.derive._conventions import DEFAULT_CONVENTIONS, Convention
 from tracing.otel._options import IntentOptions
 from tracing.otel._processor import IntentSpanProcessor
+from tracing.status import SETTLED_STATUSES
 
 __all__ = [
     "Capture",
@@ -100,7 +101,7 @@ class RecordingLedger:
     live one).
     """
 
-    _SETTLED = frozenset({"success", "error", "cancelled", "abandoned"})
+    _SETTLED = SETTLED_STATUSES
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -20,6 +20,7 @@ from tracing.status import (
     LIVE_STATUSES,
     SETTLED_STATUSES,
     HeaderCall,
+    Status,
     frame_label,
     group_header,
 )
@@ -44,9 +45,11 @@ def call_label(anchor: Mapping[str, object]) -> str:
     A background call that never returned is stored as an error whose label says
     ``· timed out``; that framing is kept (it is not derivable from the other columns).
     """
-    status = str(anchor["status"])
+    status = Status(str(anchor["status"]))
     stored = anchor.get("label")
-    timed_out = status == "error" and isinstance(stored, str) and stored.endswith(FRAME_TIMED_OUT)
+    timed_out = (
+        status == Status.ERROR and isinstance(stored, str) and stored.endswith(FRAME_TIMED_OUT)
+    )
     intent = anchor.get("intent")
     outcome = anchor.get("outcome")
     return frame_label(
@@ -71,7 +74,7 @@ class Call:
     agent_id: str | None
     tool_name: str
     intent: str | None
-    status: str
+    status: Status
     label: str
     """Resolved label (full text; lists show ``one_line`` of ``line``)."""
     start_ns: int
@@ -145,8 +148,8 @@ class Block:
 
     def counts(self) -> tuple[int, int, int, int]:
         """(calls, failed, cancelled, live) of the block's own calls."""
-        failed = sum(1 for c in self.calls if c.status in ("error", "abandoned"))
-        cancelled = sum(1 for c in self.calls if c.status == "cancelled")
+        failed = sum(1 for c in self.calls if c.status in (Status.ERROR, Status.ABANDONED))
+        cancelled = sum(1 for c in self.calls if c.status == Status.CANCELLED)
         live = sum(1 for c in self.calls if c.live)
         return len(self.calls), failed, cancelled, live
 

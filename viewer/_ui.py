@@ -18,6 +18,7 @@ from typing import Final
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
+from tracing.status import Status
 from viewer._story import Call, format_duration, one_line
 
 _PAGES_KEY: Final = "_intentrace_pages"
@@ -60,22 +61,22 @@ def _link_to_session_page(query: dict[str, str], label: str) -> None:
     st.page_link(target, label=label, query_params=query, icon=":material/arrow_forward:", help="")
 
 
-STATUS_WORDS: Final[Mapping[str, str]] = {
-    "streaming": "writing",
-    "in_flight": "running",
-    "background": "in background",
-    "success": "done",
-    "error": "failed",
-    "cancelled": "cancelled",
-    "abandoned": "abandoned",
+STATUS_WORDS: Final[Mapping[Status, str]] = {
+    Status.STREAMING: "writing",
+    Status.IN_FLIGHT: "running",
+    Status.BACKGROUND: "in background",
+    Status.SUCCESS: "done",
+    Status.ERROR: "failed",
+    Status.CANCELLED: "cancelled",
+    Status.ABANDONED: "abandoned",
 }
 
 
-def live_badge(status: str) -> None:
+def live_badge(status: Status) -> None:
     """The live mark of a call that has not settled (fixed words only)."""
-    if status == "streaming":
+    if status == Status.STREAMING:
         st.badge("live · writing", icon=":material/edit:", color="orange")
-    elif status == "background":
+    elif status == Status.BACKGROUND:
         st.badge("live · background", icon=":material/schedule:", color="violet")
     else:
         st.badge("live", icon=":material/progress_activity:", color="blue")

@@ -11,6 +11,7 @@ import pytest
 from tests.ledger.conftest import FAST, pg_schema_url
 from tracing.analytics import Analytics, AnalyticsOptions
 from tracing.ledger import ANCHOR_COLUMNS, AnchorWrite, Ledger, open_ledger
+from tracing.status import Status
 
 T0 = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z
 MS = 1_000_000
@@ -24,7 +25,7 @@ def call(
     tool: str,
     intent: str | None,
     *,
-    status: str = "success",
+    status: Status | str = Status.SUCCESS,
     session: str = "s1",
     batch: str | None = None,
     args: Any = None,
@@ -36,7 +37,7 @@ def call(
     write: AnchorWrite = {
         "tool_call_id": call_id,
         "tool_name": tool,
-        "status": status,
+        "status": Status(status),
         "session_id": session,
         "batch_id": batch,
         "intent": None if hidden else intent,

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from tracing.cli import main
 from tracing.ledger import open_ledger
+from tracing.status import Status
 
 T0 = 1_700_000_000_000_000_000
 
@@ -21,7 +22,7 @@ def db(tmp_path: Path) -> str:
         for i in range(3):
             ledger.record({
                 "tool_call_id": f"c{i}", "tool_name": "search_code" if i else "read_file",
-                "status": "success" if i != 1 else "error", "session_id": f"conv-{i % 2}",
+                "status": Status.SUCCESS if i != 1 else Status.ERROR, "session_id": f"conv-{i % 2}",
                 "agent_id": "coder", "intent": f"Searching for thing {i}", "turn": 1,
                 "start_ns": T0 + i * 10**9, "end_ns": T0 + i * 10**9 + 5 * 10**8,
                 "error": "timeout" if i == 1 else None,

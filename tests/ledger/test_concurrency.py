@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests.ledger.test_write import T0, written
 from tracing.ledger import Ledger, LedgerOptions, open_ledger
+from tracing.status import Status
 
 THREADS = 32
 CALLS = 1000
@@ -24,11 +25,11 @@ def test_32_threads_x_1000_calls(ledger: Ledger) -> None:
         barrier.wait()
         for i in range(CALLS):
             cid = f"t{t}-c{i}"
-            ledger.record({"tool_call_id": cid, "tool_name": "search_code", "status": "in_flight",
+            ledger.record({"tool_call_id": cid, "tool_name": "search_code", "status": Status.IN_FLIGHT,
                            "session_id": f"session-{t}", "intent": f"Searching {i}",
                            "start_ns": T0 + i})  # fmt: skip
             ledger.record({"tool_call_id": cid, "tool_name": "search_code",
-                           "status": "success" if i % 10 else "error", "end_ns": T0 + i + 5})  # fmt: skip
+                           "status": Status.SUCCESS if i % 10 else Status.ERROR, "end_ns": T0 + i + 5})  # fmt: skip
 
     threads = [threading.Thread(target=app, args=(t,)) for t in range(THREADS)]
     for th in threads:
@@ -60,7 +61,7 @@ def test_full_queue_drops_are_counted_and_logged_once(caplog: pytest.LogCaptureF
     caplog.set_level(logging.WARNING, "tracing.ledger")
     with store_lock:  # the writer thread blocks on it; record() must not
         for i in range(100):
-            ledger.record({"tool_call_id": f"c{i}", "tool_name": "t", "status": "in_flight"})
+            ledger.record({"tool_call_id": f"c{i}", "tool_name": "t", "status": Status.IN_FLIGHT})
         dropped = ledger.stats()["dropped"]
     assert dropped >= 80
     written(ledger)
@@ -69,7 +70,7 @@ def test_full_queue_drops_are_counted_and_logged_once(caplog: pytest.LogCaptureF
     assert len(ledger.session_anchors("")) == stats["written"]
     assert sum("dropping writes" in r.getMessage() for r in caplog.records) == 1
     ledger.close()
-    ledger.record({"tool_call_id": "late", "tool_name": "t", "status": "in_flight"})
+    ledger.record({"tool_call_id": "late", "tool_name": "t", "status": Status.IN_FLIGHT})
     assert ledger.stats()["dropped"] == dropped + 1
 
 

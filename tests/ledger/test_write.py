@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tracing.ledger import Anchor, AnchorWrite, Ledger
+from tracing.status import Status
 
 T0 = 1_700_000_000_000_000_000
 
@@ -90,7 +91,7 @@ def test_settled_is_never_overwritten_by_a_live_write(ledger: Ledger) -> None:
     # In the same batch as the settle, then in a later batch: a late/replayed in-flight write.
     ledger.record(start("a", intent="Searching (late)", args='{"q": 1}', label="Searching"))
     written(ledger)
-    ledger.record(start("a", status="streaming", intent="x", label="x", span_id="s" * 16))
+    ledger.record(start("a", status=Status.STREAMING, intent="x", label="x", span_id="s" * 16))
     written(ledger)
     a = get(ledger, "a")
     assert (a["status"], a["label"], a["intent"]) == ("success", "Found 3", "Searching")
@@ -168,9 +169,9 @@ def test_activity_label_heads_its_block(ledger: Ledger) -> None:
 
 
 def test_invalid_writes_are_counted_not_raised(ledger: Ledger) -> None:
-    ledger.record({"tool_call_id": "", "tool_name": "x", "status": "success"})
+    ledger.record({"tool_call_id": "", "tool_name": "x", "status": Status.SUCCESS})
     ledger.record({"tool_call_id": "a", "tool_name": "x", "status": "done"})  # type: ignore[typeddict-item]
-    ledger.record({"tool_name": "x", "status": "success"})  # type: ignore[typeddict-item]
+    ledger.record({"tool_name": "x", "status": Status.SUCCESS})  # type: ignore[typeddict-item]
     ledger.record(start("ok", args={"q": "dict args become JSON"}, error="\ud800 lone surrogate",
                         result="nul\x00byte", turn="3"))  # type: ignore[arg-type]  # fmt: skip
     ledger.record(start("fine", intent="Searching"))  # same batch: not lost with the bad one

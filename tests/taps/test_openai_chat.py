@@ -23,6 +23,7 @@ from tests.support.sse import (
 from tests.taps.conftest import Spy, sdk_client
 from tracing import IntentRegistry, StreamingIntent
 from tracing.ledger import Ledger
+from tracing.status import Status
 from tracing.taps import StreamTap, TapOptions, tap_stats
 
 pytestmark = pytest.mark.usefixtures("no_internal_errors")
@@ -260,7 +261,7 @@ def test_non_intent_first_key_label_appears_at_settle(
         {
             "tool_call_id": "call_R",
             "tool_name": "search_code",
-            "status": "in_flight",
+            "status": Status.IN_FLIGHT,
             "intent": "Searching for OAuth",
             "trace_id": "a" * 32,
         }

@@ -18,16 +18,17 @@ from tests.taps.conftest import sdk_client
 from tracing import IntentRegistry
 from tracing.cli import main
 from tracing.ledger import AnchorWrite, Ledger, open_ledger
+from tracing.status import Status
 from tracing.taps import StreamTap
 
 COLOR = re.compile(r"\x1b\[[0-9;]*(3[0-7]|9[0-7]|38;[25];[0-9;]+)m")
 
 
-def call(cid: str, status: str, **kw: Any) -> AnchorWrite:
+def call(cid: str, status: Status | str, **kw: Any) -> AnchorWrite:
     return {
         "tool_call_id": cid,
         "tool_name": kw.pop("tool_name", "search_code"),
-        "status": status,
+        "status": Status(status),
         **kw,
     }  # type: ignore[typeddict-item]
 

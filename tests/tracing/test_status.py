@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracing.status import HeaderCall, default_label, frame_label, group_header
+from tracing.status import HeaderCall, Status, default_label, frame_label, group_header
 
 
 @pytest.mark.parametrize(
@@ -23,7 +23,9 @@ from tracing.status import HeaderCall, default_label, frame_label, group_header
         ("error", None, None, "search_code · failed"),
     ],
 )
-def test_frame_label(status: str, intent: str | None, outcome: str | None, expected: str) -> None:
+def test_frame_label(
+    status: Status, intent: str | None, outcome: str | None, expected: str
+) -> None:
     assert frame_label(tool_name="search_code", status=status, intent=intent, outcome=outcome) == (
         expected
     )
@@ -31,22 +33,25 @@ def test_frame_label(status: str, intent: str | None, outcome: str | None, expec
 
 def test_timed_out_background_is_an_error_label() -> None:
     assert (
-        frame_label(tool_name="t", status="error", intent="Indexing", timed_out=True)
+        frame_label(tool_name="t", status=Status.ERROR, intent="Indexing", timed_out=True)
         == "Indexing · timed out"
     )
     assert (
-        frame_label(tool_name="t", status="error", intent=None, timed_out=True) == "t · timed out"
+        frame_label(tool_name="t", status=Status.ERROR, intent=None, timed_out=True)
+        == "t · timed out"
     )
 
 
 def test_default_label_never_past_tense_for_failures() -> None:
-    assert default_label("x", "cancelled") == "x · cancelled"
+    assert default_label("x", Status.CANCELLED) == "x · cancelled"
 
 
 def test_group_header_precedence() -> None:
-    live = HeaderCall(status="in_flight", intent="Reading b", label="Reading b", seq=2)
-    older_live = HeaderCall(status="in_flight", intent="Reading a", label="Reading a", seq=1)
-    done = HeaderCall(status="success", intent="Searching", label="Found 3", seq=0, settle_seq=5)
+    live = HeaderCall(status=Status.IN_FLIGHT, intent="Reading b", label="Reading b", seq=2)
+    older_live = HeaderCall(status=Status.IN_FLIGHT, intent="Reading a", label="Reading a", seq=1)
+    done = HeaderCall(
+        status=Status.SUCCESS, intent="Searching", label="Found 3", seq=0, settle_seq=5
+    )
     assert group_header([older_live, live, done], activity_label="Exploring auth") == (
         "Exploring auth"
     )
@@ -54,13 +59,13 @@ def test_group_header_precedence() -> None:
     assert group_header([live, older_live, done]) == "Reading b"
     assert group_header([done]) == "Found 3"
     assert group_header([]) == "Used 0 tools"
-    plain = HeaderCall(status="success", intent=None, label="Ran x", seq=1, settle_seq=2)
+    plain = HeaderCall(status=Status.SUCCESS, intent=None, label="Ran x", seq=1, settle_seq=2)
     assert group_header([plain]) == "Used 1 tool"
     assert group_header([plain, plain]) == "Used 2 tools"
 
 
 def test_late_settlement_never_rewinds_header() -> None:
     # b started later but a settled later: the latest settled outcome is a's (by settle_seq)
-    a = HeaderCall(status="success", intent="A", label="A done", seq=1, settle_seq=9)
-    b = HeaderCall(status="success", intent="B", label="B done", seq=2, settle_seq=4)
+    a = HeaderCall(status=Status.SUCCESS, intent="A", label="A done", seq=1, settle_seq=9)
+    b = HeaderCall(status=Status.SUCCESS, intent="B", label="B done", seq=2, settle_seq=4)
     assert group_header([a, b]) == "A done"

@@ -15,6 +15,7 @@ import json
 from typing import Any, Final
 
 from tracing.ledger import AnchorWrite, open_ledger
+from tracing.status import Status
 
 BASE_NS: Final = 1_760_000_000_000_000_000
 XSS_INTENT: Final = "<img src=x onerror=alert(1)> **bold** [link](http://x)"
@@ -96,7 +97,7 @@ def _write(ledger: Any) -> None:
     settle("c6", "run_tests", "cancelled", 1500)
     ledger.set_activity(AUTH, "b4", "Warming the search index", turn=2)
     start("c7", "index_repo", "Indexing the repository", 1600, turn=2, batch_id="b4",
-          status="background")  # fmt: skip
+          status=Status.BACKGROUND)  # fmt: skip
     ledger.flush(10.0)
 
     # turn 3: a subagent (reviewer) with its own calls under the delegating call
@@ -126,10 +127,10 @@ def _write(ledger: Any) -> None:
     # --- conv-live-7: calls in flight, one still being written by the model
     live = {"session_id": LIVE, "agent_id": "planner", "turn": 1}
     start("l1", "plan", "Planning the rollout of feat", 10_000, batch_id="lb1",
-          status="streaming", **live)  # fmt: skip
+          status=Status.STREAMING, **live)  # fmt: skip
     start("l2", "deploy_status", "Checking the deploy status", 10_010, batch_id="lb1", **live)
     start("l3", "build", "Building the release artifacts", 10_020, batch_id="lb2",
-          status="background", **live)  # fmt: skip
+          status=Status.BACKGROUND, **live)  # fmt: skip
     start("l4", "delegate", "Delegating the flaky test hunt", 10_030, batch_id="lb3", **live)
     ledger.flush(10.0)
     start("l5", "bisect", "Bisecting the failing commit", 10_040, batch_id="lb4",
@@ -140,7 +141,7 @@ def _write(ledger: Any) -> None:
         AnchorWrite(
             tool_call_id="l1",
             tool_name="plan",
-            status="streaming",
+            status=Status.STREAMING,
             intent="Planning the rollout of feature flags",
         )
     )
@@ -158,6 +159,6 @@ def _write(ledger: Any) -> None:
         start(cid, "lookup", f"Looking up record {n}", -100_000 + n, session_id=sid,
               agent_id="batcher", turn=1, batch_id=f"{sid}-b")  # fmt: skip
         ledger.record(
-            AnchorWrite(tool_call_id=cid, tool_name="lookup", status="success",
+            AnchorWrite(tool_call_id=cid, tool_name="lookup", status=Status.SUCCESS,
                         end_ns=_ms(-100_000 + n + 5))
         )  # fmt: skip

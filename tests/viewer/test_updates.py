@@ -11,6 +11,7 @@ import pytest
 from tests.viewer.conftest import captions, run_app, texts
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
 from tracing.ledger import AnchorWrite, Ledger, open_ledger
+from tracing.status import Status
 from viewer import _data
 from viewer._story import PAGE_CALLS
 from viewer._ui import call_key
@@ -33,21 +34,21 @@ def write(ledger: Ledger, **kw: object) -> None:
 
 def test_live_page_shows_the_intent_growing_then_the_call_leaving(writer: Ledger) -> None:
     now = time.time_ns()
-    write(writer, tool_call_id="t1", tool_name="plan", status="streaming", session_id="s1",
+    write(writer, tool_call_id="t1", tool_name="plan", status=Status.STREAMING, session_id="s1",
           turn=1, batch_id="b", intent="Planning the", start_ns=now)  # fmt: skip
     at = run_app(page="live")
     assert "✎ Planning the" in texts(at)
-    write(writer, tool_call_id="t1", tool_name="plan", status="streaming",
+    write(writer, tool_call_id="t1", tool_name="plan", status=Status.STREAMING,
           intent="Planning the rollout of feature flags")  # fmt: skip
     _data.in_flight.clear()  # the page's own refresh would see it within LIVE_TTL_S
     at.run()
     assert "✎ Planning the rollout of feature flags" in texts(at)
     assert "✎ Planning the" not in texts(at)
-    write(writer, tool_call_id="t1", tool_name="plan", status="in_flight")
+    write(writer, tool_call_id="t1", tool_name="plan", status=Status.IN_FLIGHT)
     _data.in_flight.clear()
     at.run()
     assert "● Planning the rollout of feature flags" in texts(at)
-    write(writer, tool_call_id="t1", tool_name="plan", status="success", outcome="Planned 3 steps",
+    write(writer, tool_call_id="t1", tool_name="plan", status=Status.SUCCESS, outcome="Planned 3 steps",
           end_ns=now + 10**9)  # fmt: skip
     _data.in_flight.clear()
     at.run()
@@ -56,16 +57,16 @@ def test_live_page_shows_the_intent_growing_then_the_call_leaving(writer: Ledger
 
 def test_session_page_follows_writes_without_waiting_for_a_cache(writer: Ledger) -> None:
     now = time.time_ns()
-    write(writer, tool_call_id="a", tool_name="search", status="streaming", session_id="s2",
+    write(writer, tool_call_id="a", tool_name="search", status=Status.STREAMING, session_id="s2",
           turn=1, batch_id="b", intent="Searching for", start_ns=now)  # fmt: skip
     at = run_app({"session": "s2"})
     assert "✎ Searching for" in texts(at)
     # the streaming intent grows: same counts, but a newer write -> the story is re-read
-    write(writer, tool_call_id="a", tool_name="search", status="streaming",
+    write(writer, tool_call_id="a", tool_name="search", status=Status.STREAMING,
           intent="Searching for OAuth handling")  # fmt: skip
     at.run()
     assert "✎ Searching for OAuth handling" in texts(at)
-    write(writer, tool_call_id="a", tool_name="search", status="success",
+    write(writer, tool_call_id="a", tool_name="search", status=Status.SUCCESS,
           outcome="Found 12 results", end_ns=now + 5 * 10**8)  # fmt: skip
     at.run()
     assert "✓ Found 12 results" in texts(at)
@@ -76,7 +77,7 @@ def test_long_session_pages_by_blocks_and_deep_links_to_the_right_page(writer: L
     calls = PAGE_CALLS * 2 + 30
     for i in range(calls):
         writer.record(
-            AnchorWrite(tool_call_id=f"k{i}", tool_name="read_file", status="success",
+            AnchorWrite(tool_call_id=f"k{i}", tool_name="read_file", status=Status.SUCCESS,
                         session_id="long", turn=1 + i // 100, batch_id=f"b{i // 3}",
                         intent=f"Reading part {i}", start_ns=1_000 + i, end_ns=2_000 + i)
         )  # fmt: skip

@@ -11,6 +11,7 @@ import click
 
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
 from tracing.ledger import Ledger, LedgerError, SessionInfo, open_ledger
+from tracing.status import STATUSES
 
 ledger_option = click.option(
     "--ledger",
@@ -77,9 +78,7 @@ def _short(text: str, limit: int) -> str:
 @click.option("--tool", default=None, help="Only sessions that used this tool.")
 @click.option(
     "--status",
-    type=click.Choice(
-        ["streaming", "in_flight", "success", "error", "cancelled", "background", "abandoned"]
-    ),
+    type=click.Choice([s.value for s in STATUSES]),
     default=None,
     help="Only sessions with a call in this status.",
 )

@@ -26,20 +26,20 @@ import click
 from tracing.cli._ledger import ledger_option, reading
 from tracing.intent import sanitize_label
 from tracing.ledger import Anchor, Ledger
-from tracing.status import GLYPHS, LIVE_STATUSES, HeaderCall, group_header
+from tracing.status import GLYPHS, LIVE_STATUSES, HeaderCall, Status, group_header
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
 """Status marks (the viewer's, so that both read the same)."""
-STYLES: Final[dict[str, str]] = {
-    "streaming": "italic cyan",
-    "in_flight": "yellow",
-    "background": "blue",
-    "success": "green",
-    "error": "bold red",
-    "cancelled": "magenta",
-    "abandoned": "magenta",
+STYLES: Final[dict[Status, str]] = {
+    Status.STREAMING: "italic cyan",
+    Status.IN_FLIGHT: "yellow",
+    Status.BACKGROUND: "blue",
+    Status.SUCCESS: "green",
+    Status.ERROR: "bold red",
+    Status.CANCELLED: "magenta",
+    Status.ABANDONED: "magenta",
 }
 LABEL_CHARS: Final = 160
 _sleep = time.sleep  # (tests replace it to interrupt the loop)
@@ -63,11 +63,11 @@ def _duration(call: Anchor, now_ns: int) -> str:
 
 def _state(call: Anchor, now_ns: int) -> str:
     status = call["status"]
-    if status == "streaming":
+    if status == Status.STREAMING:
         return "writing…"
-    if status in ("in_flight", "background"):
-        return _duration(call, now_ns) + (" · bg" if status == "background" else "")
-    if status == "success":
+    if status in (Status.IN_FLIGHT, Status.BACKGROUND):
+        return _duration(call, now_ns) + (" · bg" if status == Status.BACKGROUND else "")
+    if status == Status.SUCCESS:
         return _duration(call, now_ns)
     return f"{status} {_duration(call, now_ns)}"
 
@@ -264,7 +264,7 @@ def _rich_block(block: Block, now_ns: int, *, note: str | None = None) -> Render
     for call in block.ordered():
         status = call["status"]
         style = STYLES.get(status, "")
-        label = Text(_text(call["label"]), style="italic" if status == "streaming" else "")
+        label = Text(_text(call["label"]), style="italic" if status == Status.STREAMING else "")
         if not block.grouped:
             label.append_text(suffix)
         grid.add_row(

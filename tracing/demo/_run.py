@@ -21,15 +21,16 @@ new ones; another seed adds other sessions.
 
 from __future__ import annotations
 
+import os
 import random
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Final
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 
+from redaction import RedactionPolicy
 from tracing.demo._scripts import SCRIPTS, session_ids
 from tracing.demo._sim import (
     DEFAULT_SEED,
@@ -42,6 +43,9 @@ from tracing.demo._sim import (
 )
 from tracing.intent import IntentRegistry, inject_intent
 from tracing.ledger import Anchor, Ledger, open_ledger
+from tracing.otel import IntentOptions, configure
+from tracing.status import GLYPHS, HeaderCall, Status, group_header
+from tracing.testing import FakeClock, deterministic_clock
 
 __all__ = [
     "DEFAULT_SEED",
@@ -89,13 +93,6 @@ def run_demo(
     Raises:
         LedgerError: the ledger cannot be opened.
     """
-    import os
-
-    from redaction import RedactionPolicy
-    from tracing.otel._options import IntentOptions
-    from tracing.otel._setup import configure
-    from tracing.testing import FakeClock, deterministic_clock
-
     started = time.monotonic()
     own = not isinstance(ledger, Ledger)
     target: Ledger = open_ledger(ledger) if not isinstance(ledger, Ledger) else ledger
@@ -159,25 +156,13 @@ def _seconds(anchor: Anchor) -> str:
     return f"{ms:.0f} ms" if ms < 1000 else f"{ms / 1000:.1f} s"
 
 
-_MARKS: Final = {
-    "success": "✓",
-    "error": "✗",
-    "cancelled": "⊘",
-    "background": "…",
-    "in_flight": "…",
-    "abandoned": "?",
-}
-
-
 def narrative(ledger: Ledger, report: DemoReport, *, story_lines: int = 24) -> list[str]:
     """A short story of what the demo wrote, read back from the ledger (plain text lines)."""
-    from tracing.status import HeaderCall, group_header
-
     lines: list[str] = []
     all_anchors = {s.session_id: ledger.session_anchors(s.session_id) for s in report.sessions}
     total = sum(len(a) for a in all_anchors.values())
-    failed = sum(1 for a in all_anchors.values() for x in a if x["status"] == "error")
-    cancelled = sum(1 for a in all_anchors.values() for x in a if x["status"] == "cancelled")
+    failed = sum(1 for a in all_anchors.values() for x in a if x["status"] == Status.ERROR)
+    cancelled = sum(1 for a in all_anchors.values() for x in a if x["status"] == Status.CANCELLED)
     lines.append(
         f"intentrace demo (seed {report.seed}): {len(report.sessions)} sessions, "
         f"{total} tool calls ({failed} failed, {cancelled} cancelled) "
@@ -187,7 +172,7 @@ def narrative(ledger: Ledger, report: DemoReport, *, story_lines: int = 24) -> l
         anchors = all_anchors[plan.session_id]
         agents = sorted({a["agent_id"] for a in anchors if a["agent_id"]})
         turns = max((a["turn"] or 0 for a in anchors), default=0)
-        errors = sum(1 for a in anchors if a["status"] in ("error", "cancelled"))
+        errors = sum(1 for a in anchors if a["status"] in (Status.ERROR, Status.CANCELLED))
         lines.append("")
         lines.append(f"  {plan.title}")
         lines.append(
@@ -217,7 +202,7 @@ def narrative(ledger: Ledger, report: DemoReport, *, story_lines: int = 24) -> l
                 nested = "  " if anchor["parent_call_id"] else ""
                 lines.append(f"    {nested}▸ {header}")
                 shown += 1
-            mark = _MARKS.get(anchor["status"], "·")
+            mark = GLYPHS.get(anchor["status"], "·")
             indent = "        " if anchor["parent_call_id"] else "      "
             lines.append(
                 f"{indent}{mark} {anchor['label']}  [{anchor['tool_name']} {_seconds(anchor)}]"

@@ -35,7 +35,7 @@ from tracing.derive._conventions import (
 )
 from tracing.derive._redact import SpanRedactor, redact_span_data, safe_text, with_tag
 from tracing.intent import apply_outcome, read_intent, sanitize_label
-from tracing.status import frame_label
+from tracing.status import Status, frame_label
 
 Naming = Literal["intent", "stable"]
 NAMINGS: Final[tuple[str, ...]] = ("intent", "stable")
@@ -137,7 +137,7 @@ def _exception_message(view: SpanView) -> str | None:
 
 
 def _cancelled(view: SpanView) -> bool:
-    if view.attributes.get(A.STATUS) == "cancelled":
+    if view.attributes.get(A.STATUS) == Status.CANCELLED:
         return True
     for event in view.events:
         if event.name == A.EXCEPTION_EVENT:
@@ -147,17 +147,17 @@ def _cancelled(view: SpanView) -> bool:
     return False
 
 
-def settle_status(view: SpanView, ctx: CallContext) -> str:
+def settle_status(view: SpanView, ctx: CallContext) -> Status:
     """The status of an ended tool span: cancelled > error > background > success."""
     if _cancelled(view):
-        return "cancelled"
+        return Status.CANCELLED
     level = view.attributes.get(A.LANGFUSE_OBSERVATION_LEVEL)
     timed_out = ctx.timed_out or view.attributes.get(A.TIMED_OUT) is True
     if view.status_code == STATUS_ERROR or level == "ERROR" or timed_out:
-        return "error"
-    if view.attributes.get(A.STATUS) == "background":
-        return "background"  # ended at dispatch: settles later under the same call id
-    return "success"
+        return Status.ERROR
+    if view.attributes.get(A.STATUS) == Status.BACKGROUND:
+        return Status.BACKGROUND  # ended at dispatch: settles later under the same call id
+    return Status.SUCCESS
 
 
 def _outcome_inputs(
@@ -207,7 +207,7 @@ def _anchor_base(
     call_id: str,
     *,
     tool: str,
-    status: str,
+    status: Status,
     label: str,
 ) -> AnchorWrite:
     attrs = view.attributes
@@ -269,7 +269,8 @@ def derive_start(
     if raw is not None:
         red = policy.redact_call(tool_name=facts.tool_name, agent_id=agent, intent=raw)
         intent = _visible(cast("str | None", red.intent))
-    status = "background" if view.attributes.get(A.STATUS) == "background" else "in_flight"
+    background = view.attributes.get(A.STATUS) == Status.BACKGROUND
+    status = Status.BACKGROUND if background else Status.IN_FLIGHT
     label = frame_label(tool_name=shown_tool, status=status, intent=intent)
     call_id = ctx.call_id or facts.call_id or default_call_id(view)
     anchor = _anchor_base(view, facts, ctx, call_id, tool=shown_tool, status=status, label=label)
@@ -360,10 +361,10 @@ def derive_call(
     status = settle_status(view, ctx)
     timed_out = ctx.timed_out or attrs.get(A.TIMED_OUT) is True
     error_text = view.status_message or facts.error or _exception_message(view)
-    if status not in ("error", "cancelled"):
+    if status not in (Status.ERROR, Status.CANCELLED):
         error_text = None
     resolved: str | None = None
-    if raw_intent and status == "success":
+    if raw_intent and status == Status.SUCCESS:
         outcome, patch = _outcome_inputs(attrs, facts.result)
         if outcome or patch:
             applied = apply_outcome(raw_intent, outcome=outcome, outcome_patch=patch)
@@ -429,7 +430,7 @@ def derive_call(
         shaped[A.BATCH_ID] = str(anchor.get("batch_id"))
     if ctx.parent_call_id:
         shaped[A.PARENT_CALL_ID] = ctx.parent_call_id
-    if status == "background" or attrs.get(A.BACKGROUND) is True:
+    if status == Status.BACKGROUND or attrs.get(A.BACKGROUND) is True:
         shaped[A.BACKGROUND] = True
     if timed_out:
         shaped[A.TIMED_OUT] = True
@@ -441,7 +442,7 @@ def derive_call(
     if intent and langfuse_tag:
         shaped[A.LANGFUSE_TRACE_TAGS] = with_tag(attrs.get(A.LANGFUSE_TRACE_TAGS), langfuse_tag)
 
-    live = status == "background"
+    live = status == Status.BACKGROUND
     anchor["intent"] = intent
     anchor["outcome"] = outcome_v
     anchor["end_ns"] = None if live else view.end_ns

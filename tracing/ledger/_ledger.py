@@ -14,6 +14,7 @@ from tracing.ledger._config import LedgerError, LedgerOptions, LedgerURL, parse_
 from tracing.ledger._plan import Activity, TurnFloor
 from tracing.ledger._store import LIVE_SQL, SETTLED_SQL, Store
 from tracing.ledger._writer import Flush, Stop, Writer
+from tracing.status import Status
 
 logger = logging.getLogger("tracing.ledger")
 
@@ -311,7 +312,10 @@ class Ledger:
 
     def _anchors(self, where: str, params: Sequence[Any], tail: str = "") -> list[Anchor]:
         rows = self._query(f"SELECT {_COLS} FROM anchors WHERE {where} {tail}", params)
-        return [cast(Anchor, dict(zip(ANCHOR_COLUMNS, r, strict=True))) for r in rows]
+        anchors = [cast(Anchor, dict(zip(ANCHOR_COLUMNS, r, strict=True))) for r in rows]
+        for anchor in anchors:
+            anchor["status"] = Status(anchor["status"])
+        return anchors
 
     def _session_filter(
         self, agent: str | None, tool: str | None, status: str | None, search: str | None

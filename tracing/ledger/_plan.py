@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
 from tracing.anchor import ANCHOR_COLUMNS, COLUMN_TYPES, WRITABLE_COLUMNS
-from tracing.status import LIVE_STATUSES, SETTLED_STATUSES, STATUSES, STREAMING, frame_label
+from tracing.status import LIVE_STATUSES, SETTLED_STATUSES, STATUSES, Status, frame_label
 
 LOADED_COLUMNS: Final[tuple[str, ...]] = tuple(
     c for c in ANCHOR_COLUMNS if c not in ("args", "result")
@@ -354,7 +354,7 @@ def _further(
     row: dict[str, Any] = call[_ROW]
     stored_status = row["status"]
     if (stored_status in SETTLED_STATUSES and status in LIVE_STATUSES) or (
-        status == STREAMING and stored_status != STREAMING
+        status == Status.STREAMING and stored_status != Status.STREAMING
     ):
         # A late or replayed live write never un-settles a call, and a late stream-tap write
         # never rewinds a call its processor already started, backgrounded or settled (writers

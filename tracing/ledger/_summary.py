@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from tracing.anchor import Anchor
+from tracing.status import Status
 
 _LINE_MAX: Final = 240
-_MARK: Final = {
-    "success": "ok",
-    "error": "error",
-    "cancelled": "cancelled",
-    "abandoned": "abandoned",
-}
+_MARK: Final[Mapping[str, str]] = {Status.SUCCESS: "ok"}
+"""How a status reads in a line (its own name unless listed)."""
 
 
 def _flat(text: str | None) -> str:
@@ -42,7 +39,7 @@ def call_line(call: Anchor) -> str:
         f"{indent}{turn}#{call['seq']} {_flat(call['tool_name'])} {mark}"
         f"{_duration(call['duration_ms'])}: {_flat(call['label'])}"
     )
-    if call["error"] and call["status"] != "success":
+    if call["error"] and call["status"] != Status.SUCCESS:
         line += f" ({_flat(call['error'])})"
     return _cut(line, _LINE_MAX)
 
@@ -55,7 +52,7 @@ def render_summary(
     When everything does not fit, the most recent calls are kept and one line says how many
     earlier calls were left out.
     """
-    failed = sum(1 for c in calls if c["status"] != "success")
+    failed = sum(1 for c in calls if c["status"] != Status.SUCCESS)
     scope = f"session {_flat(session_id)}" + (f", turn {turn}" if turn is not None else "")
     if not calls:
         return _cut(f"{scope}: no settled calls.", max(0, max_chars))

@@ -47,7 +47,7 @@ from tracing.ledger._plan import (
     plan_batch,
 )
 from tracing.ledger._store import Store
-from tracing.status import ABANDONED, frame_label
+from tracing.status import Status, frame_label
 
 logger = logging.getLogger("tracing.ledger")
 
@@ -572,10 +572,10 @@ class Writer:
                 {
                     "tool_call_id": r["tool_call_id"],
                     "tool_name": r["tool_name"],
-                    "status": ABANDONED,
+                    "status": Status.ABANDONED,
                     "label": frame_label(
                         tool_name=r["tool_name"],
-                        status=ABANDONED,
+                        status=Status.ABANDONED,
                         intent=r["intent"],
                         outcome=r["outcome"],
                     ),

@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol
 
 from opentelemetry.sdk.trace import ReadableSpan, Span
-from opentelemetry.trace import Status, StatusCode, format_span_id
+from opentelemetry.trace import Status as SpanStatus
+from opentelemetry.trace import StatusCode, format_span_id
 
 from tracing import attributes as A
 from tracing._context import SessionInfo
@@ -43,7 +44,7 @@ from tracing.derive._redact import safe_text
 from tracing.intent import read_intent, sanitize_label
 from tracing.otel._options import IntentOptions
 from tracing.otel._spans import copy_span, span_view
-from tracing.status import default_label, frame_label
+from tracing.status import Status, default_label, frame_label
 
 _MAX_SCOPES: Final = 200_000
 
@@ -252,13 +253,13 @@ class CallTracker:
             return
         start = live.start
         label = frame_label(
-            tool_name=start.anchor["tool_name"], status="background", intent=start.intent
+            tool_name=start.anchor["tool_name"], status=Status.BACKGROUND, intent=start.intent
         )
         if self._naming == "intent" and start.intent:
             span.update_name(label)
         span.set_attributes({A.BACKGROUND: True, A.LABEL: label})
         anchor = start.anchor.copy()
-        anchor["status"] = "background"
+        anchor["status"] = Status.BACKGROUND
         anchor["label"] = label
         self._record(anchor)
         self._background[context.span_id] = (span, time.monotonic() + timeout_s)
@@ -275,7 +276,7 @@ class CallTracker:
             try:
                 if span.end_time is None:
                     span.set_attribute(A.TIMED_OUT, True)
-                    span.set_status(Status(StatusCode.ERROR, "background call timed out"))
+                    span.set_status(SpanStatus(StatusCode.ERROR, "background call timed out"))
                     self._owner.count("background_timed_out")
                     span.end()  # its end item is queued behind us
             except Exception as exc:
@@ -422,7 +423,7 @@ class CallTracker:
 
     def _settle_minimal(self, span: ReadableSpan, live: _Live) -> None:
         """Redaction failed: settle the in-flight anchor with nothing model- or tool-written."""
-        status = "error" if span.status.status_code == StatusCode.ERROR else "success"
+        status = Status.ERROR if span.status.status_code == StatusCode.ERROR else Status.SUCCESS
         write = live.start.anchor.copy()
         write["status"] = status
         write["label"] = default_label(write["tool_name"], status)

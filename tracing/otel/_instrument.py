@@ -27,6 +27,7 @@ from tracing import attributes as A
 from tracing._context import CURRENT_CALL, SESSION, SessionInfo
 from tracing.derive._conventions import to_json_text
 from tracing.intent import INTENT_ARG, default_registry, read_intent, strip_intent
+from tracing.status import Status as CallStatus
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -255,7 +256,7 @@ class ToolCall:
             span.record_exception(exc)
             span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
         else:  # CancelledError, KeyboardInterrupt, ...
-            span.set_attribute(A.STATUS, "cancelled")
+            span.set_attribute(A.STATUS, str(CallStatus.CANCELLED))
             span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
 
     # ------------------------------------------------------------------------- results

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from tracing.diagnostics import ErrorLog
 from tracing.intent import IntentRegistry, IntentStreamReader, StreamingIntent, sanitize_label
-from tracing.status import ABANDONED, STREAMING
+from tracing.status import Status
 from tracing.taps._events import ROUTES, route_for
 from tracing.taps._options import TapOptions
 
@@ -320,7 +320,7 @@ class ToolCallTracker:
                     text = seen.text if seen is not None else None
                     if seen is not None and not seen.complete and self._whole_words:
                         text = _hold_back(seen.text)
-                    self._publish(call, text, status=ABANDONED, error=why)
+                    self._publish(call, text, status=Status.ABANDONED, error=why)
                     STATS.add("abandoned")
         except Exception as exc:
             STATS.error("internal_errors", "ToolCallTracker.close", exc)
@@ -366,7 +366,7 @@ class ToolCallTracker:
         *,
         first: bool = False,
         final: bool = False,
-        status: str = STREAMING,
+        status: Status = Status.STREAMING,
         error: str | None = None,
     ) -> bool:
         """Redact, sanitize and write one anchor update; False when nothing was written."""
@@ -383,7 +383,7 @@ class ToolCallTracker:
             STATS.error("redaction_dropped", "redaction of a streaming intent", exc)
             return False
         intent = (sanitize_label(red.intent) if red.intent else None) or None
-        if intent == call.published and status == STREAMING and not first and not final:
+        if intent == call.published and status == Status.STREAMING and not first and not final:
             return False
         write: dict[str, Any] = {
             "tool_call_id": call.call_id,
@@ -400,7 +400,7 @@ class ToolCallTracker:
                 write["turn"] = ctx.turn
             if self.batch_id is not None:
                 write["batch_id"] = self.batch_id
-        if first or final or status != STREAMING:
+        if first or final or status != Status.STREAMING:
             decision = red.decision
             write["redaction"] = json.dumps(
                 {
@@ -411,7 +411,7 @@ class ToolCallTracker:
                     "scrubbed": red.scrubbed,
                 }
             )
-        if status != STREAMING:
+        if status != Status.STREAMING:
             write["end_ns"] = time.time_ns()
             write["error"] = red.error
         try:

@@ -14,7 +14,7 @@ from typing import Final
 import streamlit as st
 
 from tracing.ledger import Anchor
-from tracing.status import group_header
+from tracing.status import Status, group_header
 from viewer import _data
 from viewer._story import count_text, one_line, to_call
 from viewer._ui import call_key, call_row, link_to_session
@@ -50,7 +50,7 @@ def _live(url: str) -> None:
         st.code(str(exc), language=None)
         return
     now_ns = time.time_ns()
-    writing = sum(1 for r in rows if r["status"] == "streaming")
+    writing = sum(1 for r in rows if r["status"] == Status.STREAMING)
     grouped = _by_session(rows)
     with st.container(horizontal=True):
         st.metric("In flight", len(rows))

@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from tracing.ledger import Anchor, SessionInfo
-from tracing.status import LIVE_STATUSES, STATUSES
+from tracing.status import LIVE_STATUSES, STATUSES, Status
 from viewer import _data
 from viewer._story import (
     Block,
@@ -44,14 +44,14 @@ TIMELINE_ROW_PX: Final = 20
 LIVE_REFRESH_S: Final = 2.0
 """How often a session with live calls refreshes itself."""
 
-STATUS_COLORS: Final = {
-    "streaming": "#f59e0b",
-    "in_flight": "#3b82f6",
-    "background": "#8b5cf6",
-    "success": "#22c55e",
-    "error": "#ef4444",
-    "cancelled": "#9ca3af",
-    "abandoned": "#6b7280",
+STATUS_COLORS: Final[dict[Status, str]] = {
+    Status.STREAMING: "#f59e0b",
+    Status.IN_FLIGHT: "#3b82f6",
+    Status.BACKGROUND: "#8b5cf6",
+    Status.SUCCESS: "#22c55e",
+    Status.ERROR: "#ef4444",
+    Status.CANCELLED: "#9ca3af",
+    Status.ABANDONED: "#6b7280",
 }
 
 
