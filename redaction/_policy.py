@@ -41,7 +41,7 @@ from redaction._scrubber import (
     TrailEntry,
     placeholder,
 )
-from redaction._toml import policy_from_toml
+from redaction._toml import policy_fields_from_toml
 from redaction.environment_variables import (
     INTENTRACE_REDACTION_HASH_KEY,
     INTENTRACE_REDACTION_POLICY,
@@ -202,7 +202,7 @@ class RedactionPolicy:
             PolicyError: unknown keys, bad actions, globs or regexes, a looser agent overlay,
                 ``hash`` without a key — one line naming ``source`` and the entry.
         """
-        return policy_from_toml(cls, text, source=source)
+        return cls(**policy_fields_from_toml(text, source=source))
 
     @classmethod
     def load(cls, path: str | PathLike[str] | None = None) -> RedactionPolicy:

@@ -1,4 +1,5 @@
-"""TOML policy files -> ``RedactionPolicy``. Every error is one line naming file and entry."""
+"""TOML policy files -> the fields of a ``RedactionPolicy``. Every error is one line naming file
+and entry."""
 
 from __future__ import annotations
 
@@ -6,15 +7,12 @@ import json
 import os
 import tomllib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from redaction._errors import PolicyError
 from redaction._rules import AgentOverlay, Rule, ToolRule
 from redaction._scrubber import ScrubOptions, UserPattern
 from redaction.environment_variables import INTENTRACE_REDACTION_HASH_KEY
-
-if TYPE_CHECKING:
-    from redaction._policy import RedactionPolicy
 
 _TOP = frozenset({"default", "tools", "agents", "scrub", "hash"})
 _RULE = frozenset({"args", "output"})
@@ -83,8 +81,6 @@ def _rule_fields(table: Mapping[str, Any], source: str, entry: str) -> tuple[Any
 
 
 def _tool_rules(value: object, source: str, prefix: str) -> tuple[ToolRule, ...]:
-    from redaction._policy import ToolRule
-
     rules: list[ToolRule] = []
     for name, body in _table(value, source, f"[{prefix}]").items():
         entry = f"[{prefix}.{_q(name)}]"
@@ -124,10 +120,8 @@ def _scrub(value: object, source: str) -> ScrubOptions:
     )
 
 
-def policy_from_toml(
-    cls: type[RedactionPolicy], text: str, *, source: str = "<string>"
-) -> RedactionPolicy:
-    """Parse and validate a policy file's text."""
+def policy_fields_from_toml(text: str, *, source: str = "<string>") -> dict[str, Any]:
+    """Parse and validate a policy file's text: the keyword arguments of ``RedactionPolicy``."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -165,11 +159,11 @@ def policy_from_toml(
         hash_key = value.encode() if value else None
         if hash_key is None and env_name != INTENTRACE_REDACTION_HASH_KEY:
             raise PolicyError(source, "[hash] key_env", f"${env_name} is not set")
-    return cls(
-        default_rule=default,
-        tools=tools,
-        agents=tuple(agents),
-        scrubbing=scrubbing,
-        hash_key=hash_key,
-        source=source,
-    )
+    return {
+        "default_rule": default,
+        "tools": tools,
+        "agents": tuple(agents),
+        "scrubbing": scrubbing,
+        "hash_key": hash_key,
+        "source": source,
+    }

@@ -18,7 +18,7 @@ from typing import Final
 import streamlit as st
 
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
-from tracing.ledger import Anchor, Ledger, LedgerError, SessionInfo, open_ledger
+from tracing.ledger import Anchor, Ledger, LedgerError, SessionInfo, default_ledger_url, open_ledger
 from viewer._story import Story, build_story
 
 LIST_TTL_S: Final = 3.0
@@ -29,8 +29,6 @@ LIVE_TTL_S: Final = 1.0
 
 def ledger_url() -> str:
     """The ledger the viewer reads: ``$INTENTRACE_LEDGER_URL``, else the default file."""
-    from tracing.ledger import default_ledger_url
-
     return os.environ.get(INTENTRACE_LEDGER_URL, "").strip() or default_ledger_url()
 
 
@@ -180,6 +178,7 @@ ANALYTICS_TTL_S: Final = 5.0
 
 @st.cache_resource(show_spinner=False)
 def _analytics(url: str) -> object:
+    # lazy: DuckDB and pyarrow (the `analytics` extra) load only to analyse
     from tracing.analytics import Analytics
 
     return Analytics(url)
@@ -189,6 +188,7 @@ def _analytics(url: str) -> object:
 def dashboard_results(url: str, name: str, folder: str | None) -> list[object]:
     """The results of every panel of dashboard ``name`` (``tracing.analytics.Result``s), after
     bringing the copy up to date (raises ``AnalyticsError`` with a one-line message)."""
+    # lazy: DuckDB and pyarrow (the `analytics` extra) load only to analyse
     from tracing.analytics import Analytics, load_dashboards
 
     engine = _analytics(url)

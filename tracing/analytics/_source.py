@@ -304,13 +304,14 @@ class PostgresSource(Source):
     overlap_ns = 30_000_000_000  # several writers, several clocks, concurrent commits
 
     def __init__(self, url: str, dsn: str) -> None:
+        # lazy: psycopg is the optional `postgres` extra
         try:
             import psycopg
         except ImportError:  # pragma: no cover - depends on the install
             raise AnalyticsError(
                 "a postgresql:// ledger needs psycopg 3: pip install 'intentrace[postgres]'"
             ) from None
-        from psycopg.conninfo import conninfo_to_dict
+        from psycopg.conninfo import conninfo_to_dict  # lazy: as psycopg above
 
         self.url = url
         self._psycopg: Any = psycopg

@@ -214,6 +214,7 @@ def sql(query: str, ledger_url: str | None, fmt: str, columnar: bool) -> None:
         else:
             columns, rows = engine.ledger_sql(query)
     if fmt == "csv":
+        # lazy: DuckDB and pyarrow (the `analytics` extra) load only to analyse
         from tracing.analytics import Result
 
         click.echo(Result("sql", query, tuple(columns), rows).to_csv(), nl=False)

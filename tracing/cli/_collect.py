@@ -21,6 +21,7 @@ from typing import IO, Any
 
 import click
 
+from redaction import PolicyError, RedactionPolicy
 from tracing.cli._ledger import ledger_option
 from tracing.collect._feed import SpanFeed
 from tracing.collect._otlp import OtlpDecodeError, decode_json
@@ -69,8 +70,6 @@ def _writing(ledger_url: str | None) -> Generator[Ledger]:
 
 
 def _feed(ledger: Ledger, policy_path: str | None, tools: tuple[str, ...]) -> SpanFeed:
-    from redaction import PolicyError, RedactionPolicy
-
     try:
         policy = RedactionPolicy.load(policy_path)
     except PolicyError as exc:
@@ -274,6 +273,7 @@ def _open_lines(path: str) -> Generator[tuple[Iterable[bytes], IO[bytes], int | 
 def _progress_bar(size: int | None) -> Any:
     if size is None or not sys.stderr.isatty():
         return None
+    # lazy: rich is the optional `cli` extra
     try:
         from rich.console import Console
         from rich.progress import (

@@ -23,6 +23,7 @@ VIEW_PORT = 8501
 def _print(lines: list[str]) -> None:
     """Rich on a terminal, plain text otherwise (pipes, CI, tests)."""
     if sys.stdout.isatty():
+        # lazy: rich is the optional `cli` extra
         try:
             from rich.console import Console
             from rich.text import Text

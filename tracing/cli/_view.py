@@ -21,23 +21,15 @@ import click
 from tracing.cli._ledger import ledger_option
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
 from tracing.ledger import LedgerError, open_ledger
+from viewer import APP_PATH
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8501
 
 
-def _app_path() -> str:
-    try:
-        from viewer import APP_PATH
-    except ImportError as exc:  # the viewer extra is not installed
-        raise LedgerError(
-            f"the viewer is not installed ({exc}): pip install 'intentrace[viewer]'"
-        ) from None
-    return str(APP_PATH)
-
-
 def viewer_argv(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> list[str]:
     """The command that runs the viewer's Streamlit server (headless, no telemetry)."""
+    # lazy: streamlit is the optional `viewer` extra
     try:
         import streamlit  # noqa: F401  # pyright: ignore[reportUnusedImport]
     except ImportError:
@@ -47,7 +39,7 @@ def viewer_argv(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> list[str]
         "-m",
         "streamlit",
         "run",
-        _app_path(),
+        str(APP_PATH),
         "--server.address",
         host,
         "--server.port",

@@ -250,6 +250,7 @@ def _plain_block(block: Block, now_ns: int, *, sessions: bool) -> list[str]:
 def _rich_block(block: Block, now_ns: int, *, note: str | None = None) -> RenderableType:
     """One block: its header (siblings, or an activity label) and a line per call; ``note``
     (the session) is added in dim when blocks of several sessions share the screen."""
+    # lazy: rich is the optional `cli` extra
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -287,6 +288,7 @@ def _session_note(session_id: str) -> str:
 
 
 def _rich_live(watcher: Watcher, now_ns: int, *, sessions: bool) -> RenderableType:
+    # lazy: rich is the optional `cli` extra
     from rich.console import Group
     from rich.text import Text
 
@@ -304,6 +306,7 @@ def _rich_live(watcher: Watcher, now_ns: int, *, sessions: bool) -> RenderableTy
 
 
 def _console(fmt: str) -> Console:
+    # lazy: rich is the optional `cli` extra
     from rich.console import Console
 
     # rich reads NO_COLOR itself; say it explicitly so that it holds whatever rich's version.
@@ -440,6 +443,7 @@ def _follow_plain(
 def _follow_rich(
     watcher: Watcher, interval: float, deadline: float | None, until_idle: bool, *, sessions: bool
 ) -> None:
+    # lazy: rich is the optional `cli` extra
     from rich.live import Live
 
     console = _console("rich")

@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from redaction import RedactionPolicy
 from tracing import attributes as A
 from tracing.anchor import AnchorWrite, LedgerSink
 from tracing.derive._call import (
@@ -147,8 +148,6 @@ def _first_str(attributes: Mapping[str, Any], keys: Sequence[str]) -> str | None
 
 
 def _default_policy() -> PolicyLike:
-    from redaction import RedactionPolicy
-
     return RedactionPolicy.load()
 
 

@@ -12,7 +12,10 @@ from typing import Any, cast
 from tracing.anchor import ANCHOR_COLUMNS, Anchor, AnchorWrite, BlockInfo, SessionInfo
 from tracing.ledger._config import LedgerError, LedgerOptions, LedgerURL, parse_ledger_url
 from tracing.ledger._plan import Activity, TurnFloor
+from tracing.ledger._postgres import PostgresStore
+from tracing.ledger._sqlite import SQLiteStore
 from tracing.ledger._store import LIVE_SQL, SETTLED_SQL, Store
+from tracing.ledger._summary import render_summary
 from tracing.ledger._writer import Flush, Stop, Writer
 from tracing.status import Status
 
@@ -24,11 +27,7 @@ _OPEN: weakref.WeakSet[Ledger] = weakref.WeakSet()
 
 def _make_store(parsed: LedgerURL, options: LedgerOptions) -> Store:
     if parsed.backend == "sqlite":
-        from tracing.ledger._sqlite import SQLiteStore
-
         return SQLiteStore(parsed.path, options)
-    from tracing.ledger._postgres import PostgresStore
-
     return PostgresStore(parsed.dsn, options)
 
 
@@ -503,8 +502,6 @@ class Ledger:
         """A compact plain-text timeline of the session's settled calls (for a summarizer
         prompt when an agent's history is compacted), at most ``max_chars`` long; the most
         recent calls are kept when it must be cut."""
-        from tracing.ledger._summary import render_summary
-
         calls = self.checkpoints(session_id)
         if turn is not None:
             calls = [c for c in calls if c["turn"] == turn]

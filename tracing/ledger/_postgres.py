@@ -48,6 +48,7 @@ _MIGRATION_LOCK = 0x1E7E_4ACE  # pg_advisory_xact_lock key: one migrator at a ti
 
 
 def _psycopg() -> Any:
+    # lazy: psycopg is the optional `postgres` extra
     try:
         import psycopg
     except ImportError as exc:  # pragma: no cover - depends on the install
@@ -71,6 +72,7 @@ class PostgresStore(Store):
         self._prepared: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def describe(self) -> str:
+        # lazy: psycopg is the optional `postgres` extra
         from psycopg.conninfo import conninfo_to_dict
 
         try:
@@ -95,6 +97,7 @@ class PostgresStore(Store):
             "application_name": f"intentrace-ledger-{role}",
         }
         if role == "reader_ro":
+            # lazy: psycopg is the optional `postgres` extra
             from psycopg.conninfo import conninfo_to_dict
 
             given = str(conninfo_to_dict(self.dsn).get("options") or "")

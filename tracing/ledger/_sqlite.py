@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from tracing.anchor import ANCHOR_COLUMNS
 from tracing.ledger._config import LedgerOptions
-from tracing.ledger._plan import SessionDelta, Update
+from tracing.ledger._plan import SessionDelta, Update, loaded_row
 from tracing.ledger._store import LIVE_SQL, LOOKUP_COLUMNS, Store
 
 _CHUNK = 900
@@ -164,8 +164,6 @@ class SQLiteStore(Store):
         conn.execute("COMMIT")
 
     def lookup(self, conn: Any, ids: Sequence[str]) -> dict[str, tuple[Any, dict[str, Any]]]:
-        from tracing.ledger._plan import loaded_row
-
         found: dict[str, tuple[Any, dict[str, Any]]] = {}
         for start in range(0, len(ids), _CHUNK):
             chunk = ids[start : start + _CHUNK]

@@ -27,6 +27,7 @@ from tracing import attributes as A
 from tracing._context import CURRENT_CALL, SESSION, SessionInfo
 from tracing.derive._conventions import to_json_text
 from tracing.intent import INTENT_ARG, default_registry, read_intent, strip_intent
+from tracing.otel._processor import notify_background
 from tracing.status import Status as CallStatus
 
 P = ParamSpec("P")
@@ -311,8 +312,6 @@ class ToolCall:
         """Dispatch to the background: the call stays in flight (``· in background``) after
         the ``with`` block until ``harvest(...)``; not harvested within the timeout, it
         settles as an error (``· timed out``)."""
-        from tracing.otel._processor import notify_background
-
         span = self.span
         if span is None or self._background:
             return self

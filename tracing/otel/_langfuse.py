@@ -135,6 +135,7 @@ def _fallback(attrs: Mapping[str, Any]) -> dict[str, Any]:
 
 def mask_otel_spans(policy: RedactionPolicy, params: Any) -> Any:
     """Langfuse ``mask_otel_spans`` hook. Never raises (a raise drops Langfuse's batch)."""
+    # lazy: the Langfuse SDK is the optional `langfuse` extra
     try:
         from langfuse.types import MaskOtelSpansResult, OtelSpanPatch
 

@@ -27,6 +27,7 @@ from typing import Any, Final
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
+from redaction import RedactionPolicy
 from tracing import attributes as A
 from tracing._context import SESSION, SessionInfo
 from tracing.anchor import LedgerSink
@@ -65,8 +66,6 @@ logging.getLogger("opentelemetry.sdk.trace").addFilter(_EndedSpanRace())
 
 
 def _default_policy() -> PolicyLike:
-    from redaction import RedactionPolicy
-
     return RedactionPolicy.load()
 
 

@@ -18,10 +18,12 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from redaction import RedactionPolicy
 from tracing.anchor import LedgerSink
 from tracing.derive._call import Naming, PolicyLike, RegistryLike
 from tracing.derive._conventions import DEFAULT_CONVENTIONS, Convention
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
+from tracing.ledger import open_ledger
 from tracing.otel._options import ConfigError, IntentOptions
 from tracing.otel._processor import IntentSpanProcessor
 
@@ -87,8 +89,6 @@ def wrap_provider(provider: TracerProvider, processor: IntentSpanProcessor) -> N
 def _resolve_policy(policy: PolicyLike | str | PathLike[str] | None) -> PolicyLike:
     if policy is not None and not isinstance(policy, str | PathLike):
         return policy
-    from redaction import RedactionPolicy
-
     return RedactionPolicy.load(policy)
 
 
@@ -101,8 +101,6 @@ def _resolve_ledger(ledger: LedgerSink | str | bool | None) -> LedgerSink | None
             return None
         ledger = url
     if ledger is True or isinstance(ledger, str):
-        from tracing.ledger import open_ledger
-
         return open_ledger(None if ledger is True else ledger)
     return ledger
 
@@ -111,6 +109,7 @@ def _langfuse_client(
     langfuse: bool | Mapping[str, Any] | Any, provider: TracerProvider, policy: PolicyLike
 ) -> Any:
     if langfuse is True or isinstance(langfuse, Mapping):
+        # lazy: the Langfuse SDK is the optional `langfuse` extra
         try:
             from langfuse import Langfuse
         except ImportError as exc:
@@ -201,6 +200,7 @@ def configure(
     wrap_provider(target, processor)
 
     if use_otlp:
+        # lazy: requests and protobuf load only when OTLP export is on
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         processor.add_processor(BatchSpanProcessor(OTLPSpanExporter()))

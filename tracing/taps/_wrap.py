@@ -29,8 +29,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from functools import cache
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
+from redaction import RedactionPolicy
 from tracing._context import current_session
 from tracing.intent import IntentRegistry, default_registry
+from tracing.ledger import open_ledger
 from tracing.taps._options import TapOptions
 from tracing.taps._tracker import (
     STATS,
@@ -236,8 +238,6 @@ class _TappedManager:
 
 
 def _open_recorder(url: str | None) -> AnchorRecorder:
-    from tracing.ledger import open_ledger
-
     key = url or ""
     with _LEDGERS_LOCK:
         found = _LEDGERS.get(key)
@@ -248,8 +248,6 @@ def _open_recorder(url: str | None) -> AnchorRecorder:
 
 @cache
 def _default_policy() -> RedactionPolicy:
-    from redaction import RedactionPolicy
-
     return RedactionPolicy.load()
 
 

@@ -21,6 +21,7 @@ DASHBOARD_PARAM = "dashboard"
 def render() -> None:
     """The Analytics page."""
     st.title("Analytics")
+    # lazy: DuckDB and pyarrow (the `analytics` extra) load only to analyse
     try:
         from tracing.analytics import AnalyticsError, load_dashboards
     except ImportError as exc:  # pragma: no cover - depends on the install
