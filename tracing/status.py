@@ -1,7 +1,7 @@
 """Call statuses and label resolution: one place, pure Python, shared by the span processor,
 the ledger, the viewer and the terminal watcher (no OpenTelemetry import here).
 
-Resolution rules (DESIGN.md):
+Resolution rules (docs/architecture.md):
 
 * a call with an intent shows the intent while it is in flight (``streaming``/``in_flight``);
 * on success it shows its outcome (``apply_outcome``: ``outcome`` > ``outcome_patch`` > intent);

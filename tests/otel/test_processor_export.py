@@ -74,7 +74,7 @@ def test_otlp_http_wire(rx: OtlpReceiver, monkeypatch: pytest.MonkeyPatch) -> No
     assert SECRET.encode() not in b"".join(r.body for r in rx.requests)
 
 
-# -- the Langfuse server's rules (DESIGN.md; langfuse/langfuse OtelIngestionProcessor) -------
+# -- the Langfuse server's rules (docs/tracing.md; langfuse/langfuse OtelIngestionProcessor) --
 
 
 def langfuse_name(span: WireSpan) -> str:
