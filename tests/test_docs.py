@@ -41,7 +41,9 @@ def test_python_examples_compile_and_import(
     page: str, line: int, run: bool, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tree = ast.parse(code, filename=f"{page}:{line}")
-    imports = [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
+    imports: list[ast.stmt] = [
+        n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)
+    ]
     namespace: dict[str, object] = {}
     exec(compile(ast.Module(body=imports, type_ignores=[]), page, "exec"), namespace)
     if run:
