@@ -7,6 +7,7 @@ changing rows and taking numbers in between; and once with the real threads.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import tempfile
 import time
@@ -19,7 +20,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import tracing.ledger._writer as writer_module
 from tests.ledger.conftest import FAST
 from tests.ledger.test_concurrency import any_write
 from tests.ledger.test_write import T0, get, settle, start, written
@@ -30,11 +30,11 @@ from tracing.ledger._writer import Prepared, Writer
 
 
 @contextmanager
-def pipeline(url: str) -> Iterator[tuple[Writer, Ledger]]:
+def pipeline(url: str, *, plan_ahead: bool = True) -> Iterator[tuple[Writer, Ledger]]:
     """A writer driven by hand (its threads not started) and, on the same database, another
     ledger (another writer)."""
     other = open_ledger(url, options=FAST)
-    w = Writer(other._store, FAST, reap=False)
+    w = Writer(other._store, dataclasses.replace(FAST, plan_ahead=plan_ahead), reap=False)
     w._ensure_conn()
     try:
         yield w, other
@@ -87,20 +87,19 @@ def test_planning_ahead_never_changes_the_result(
     planned ahead or planned by the writer, the same rows and numbers."""
 
     def run(ahead: bool) -> tuple[list[dict[str, object]], Writer]:
-        writer_module.PLAN_AHEAD = ahead
-        try:
-            with tempfile.TemporaryDirectory() as tmp, pipeline(f"sqlite:///{tmp}/l.db") as (w, o):
-                for batch, theirs in zip(batches, others, strict=False):
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            pipeline(f"sqlite:///{tmp}/l.db", plan_ahead=ahead) as (w, o),
+        ):
+            for batch, theirs in zip(batches, others, strict=False):
 
-                    def between(theirs: list[dict[str, object]] = theirs) -> None:
-                        for write in theirs:
-                            o.record(dict(write))  # type: ignore[arg-type]
-                        written(o)
+                def between(theirs: list[dict[str, object]] = theirs) -> None:
+                    for write in theirs:
+                        o.record(dict(write))  # type: ignore[arg-type]
+                    written(o)
 
-                    step(w, [dict(x) for x in batch], between)
-                return rows(o, ("", "s1", "s2")), w
-        finally:
-            writer_module.PLAN_AHEAD = True
+                step(w, [dict(x) for x in batch], between)
+            return rows(o, ("", "s1", "s2")), w
 
     mine, w = run(True)
     theirs, _ = run(False)

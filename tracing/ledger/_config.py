@@ -52,6 +52,9 @@ class LedgerOptions:
     """How long ``open_ledger`` waits for the first try at connecting and migrating. When the
     database is unreachable it returns anyway: the writer keeps retrying in the background and
     ``record`` keeps queueing."""
+    plan_ahead: bool = True
+    """Plan batch N+1 on the preparing thread while the writer writes batch N (docs/ledger.md).
+    ``False``: the writer plans every batch itself (the same rows; for A/B measurements)."""
 
 
 Backend = Literal["sqlite", "postgresql"]

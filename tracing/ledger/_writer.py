@@ -51,9 +51,6 @@ from tracing.status import Status, frame_label
 
 logger = logging.getLogger("tracing.ledger")
 
-PLAN_AHEAD = True
-"""Whether the preparer plans batches ahead (False: the writer plans each batch; for A/B runs)."""
-
 _YIELD_EVERY = 256
 _RECENT_IDS = 50_000
 """How many recently written call ids the writer remembers (about 5 MB at most)."""
@@ -321,7 +318,7 @@ class Writer:
         recent.update(dict.fromkeys(known))
         if len(recent) > 2 * _RECENT_IDS:
             self._recent = dict.fromkeys(list(recent)[-_RECENT_IDS:])
-        if not PLAN_AHEAD or self._applied >= prepared.number - 1:
+        if not self.options.plan_ahead or self._applied >= prepared.number - 1:
             return  # the writer has nothing else to do: it plans this batch at once, itself
         # Planned against the batch before, once the writer numbered it: its rows are then
         # what it writes, its sessions' counters what it leaves. A call written further back
