@@ -26,6 +26,7 @@ key                            meaning
 ``intentrace.activity``        input: activity label of a block, on the model step's span
 ``intentrace.background``      True when the call was dispatched to the background
 ``intentrace.timed_out``       True when a background call never returned in time
+``intentrace.shed``            True on a stub exported for a span the processor had no room for
 ``intentrace.convention``      which convention recognised the tool span
 ``intentrace.redaction.args``  the policy's action on the args (keep/redact/hash)
 ``intentrace.redaction.output``  the policy's action on the output
@@ -76,6 +77,9 @@ BACKGROUND: Final = "intentrace.background"
 """True when the call was dispatched to the background."""
 TIMED_OUT: Final = "intentrace.timed_out"
 """True when a background call never returned in time (an error)."""
+SHED: Final = "intentrace.shed"
+"""True on the stub exported for a span whose processing was shed (the processor's queue was
+full): its name scrubbed, identifiers only, no data."""
 CONVENTION: Final = "intentrace.convention"
 """Which convention recognised the tool span (``genai``, ``openinference``, ...)."""
 REDACTION_ARGS: Final = "intentrace.redaction.args"
@@ -107,6 +111,7 @@ OURS: Final[tuple[str, ...]] = (
     ACTIVITY,
     BACKGROUND,
     TIMED_OUT,
+    SHED,
     CONVENTION,
     REDACTION_ARGS,
     REDACTION_OUTPUT,

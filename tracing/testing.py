@@ -98,7 +98,7 @@ class RecordingLedger:
 
     ``writes`` is every write in order; ``anchors()`` merges them per ``tool_call_id`` the way
     the ledger does (absent fields keep their value; a settled status is never overwritten by a
-    live one).
+    live one). ``dropped`` counts the calls reported lost per session (``record_dropped``).
     """
 
     _SETTLED = SETTLED_STATUSES
@@ -107,6 +107,7 @@ class RecordingLedger:
         self._lock = threading.Lock()
         self.writes: list[AnchorWrite] = []
         self.activities: list[dict[str, Any]] = []
+        self.dropped: dict[str, int] = {}
 
     def record(self, write: AnchorWrite) -> None:
         with self._lock:
@@ -119,6 +120,14 @@ class RecordingLedger:
             self.activities.append(
                 {"session_id": session_id, "batch_id": batch_id, "label": label, "turn": turn}
             )
+
+    def record_dropped(self, session_id: str, count: int = 1) -> None:
+        with self._lock:
+            self.dropped[session_id] = self.dropped.get(session_id, 0) + count
+
+    def dropped_total(self) -> int:
+        with self._lock:
+            return sum(self.dropped.values())
 
     def anchors(self) -> dict[str, dict[str, Any]]:
         merged: dict[str, dict[str, Any]] = {}

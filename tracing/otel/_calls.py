@@ -30,6 +30,7 @@ from tracing.derive._call import (
     derive_start,
     langfuse_attributes,
     raw_intent_of,
+    settle_status,
 )
 from tracing.derive._conventions import (
     Convention,
@@ -59,9 +60,11 @@ class Owner(Protocol):
 
     def fail(self, where: str, exc: BaseException) -> None: ...
 
-    def forward(self, span: ReadableSpan, langfuse_span: ReadableSpan) -> None: ...
+    def forward(self, span: ReadableSpan, langfuse_span: ReadableSpan | None) -> None: ...
 
     def forward_plain(self, span: ReadableSpan) -> None: ...
+
+    def report_dropped(self, session_id: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +199,8 @@ class CallTracker:
             convention is not None and facts.call_id and facts.call_id == pending.call_id
         )
         live = _Live(span, facts, ctx, start, pending if by_name else None)
+        if len(self._live) >= _MAX_SCOPES:  # spans that never end: forget the oldest
+            del self._live[next(iter(self._live))]
         self._live[context.span_id] = live
         if by_name:
             self._by_name.setdefault(context.trace_id, []).append(live)
@@ -283,6 +288,40 @@ class CallTracker:
                 self._owner.fail("reap", exc)
         deadlines = [d for _, d in self._background.values()]
         return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+
+    # ----------------------------------------------------------------------------- shed
+    def shed(self, span_id: int, session_id: str, *, is_tool: bool) -> bool:
+        """A span ended while the queue was full: its end was not queued (a stub was exported
+        instead). Forget the span; settle its in-flight anchor from what is known without its
+        end's data (status, the intent read at start; no outcome, args or result), and count
+        the call in the ledger. True when it was a tool call."""
+        live = self._live.pop(span_id, None)
+        scope = self._scopes.pop(span_id, None)
+        self._background.pop(span_id, None)
+        self._activity_seen.discard(span_id)
+        if live is None and not is_tool:
+            return False
+        session = (
+            (live.ctx.session_id if live is not None else None)
+            or (scope.session_id if scope is not None else None)
+            or session_id
+        )
+        if live is not None:
+            context = live.span.context
+            siblings = self._by_name.get(context.trace_id) if context is not None else None
+            if siblings and live in siblings:
+                siblings.remove(live)
+            status = settle_status(span_view(live.span), live.ctx)
+            write = live.start.anchor.copy()
+            write["status"] = status
+            write["label"] = frame_label(
+                tool_name=write["tool_name"], status=status, intent=live.start.intent
+            )
+            if status != Status.BACKGROUND:
+                write["end_ns"] = live.span.end_time
+            self._record(write)
+        self._owner.report_dropped(session or "")
+        return True
 
     # ----------------------------------------------------------------------------- end
     def end(self, span: ReadableSpan) -> None:

@@ -16,6 +16,7 @@ class ConfigError(ValueError):
 
 
 DEFAULT_BACKGROUND_TIMEOUT_S: Final = 600.0
+DEFAULT_MAX_QUEUE: Final = 8192
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,12 @@ class IntentOptions:
     enqueues (the live span is renamed moments after it starts; exported copies are always
     right). ``False`` does it all inline in ``on_start``/``on_end`` (the live span carries its
     label from its first instant, at a cost on the app thread)."""
-    max_queue: int = 8192
-    """Spans waiting for the processor's thread; beyond this the app thread waits for room
-    (back-pressure, never a drop)."""
+    max_queue: int = DEFAULT_MAX_QUEUE
+    """Span events (starts and ends) waiting for the processor's thread. Beyond this the app
+    thread never waits: the span's processing is shed (``stats()["shed_spans"]``, logged once),
+    its exported copy is a stub (name scrubbed, identifiers only, ``intentrace.shed``) and its
+    anchor is settled without outcome or missing, counted in the ledger (``Ledger.dropped``).
+    Each queued end holds its span's data: lower it for very large payloads."""
 
     def resolved_naming(self) -> Naming:
         value = self.naming or os.environ.get(INTENTRACE_NAMING, "").strip().lower() or "intent"

@@ -9,6 +9,13 @@ to the wrapped processors (in opentelemetry-sdk 1.45 an ended span cannot be cha
 Hot-path hooks never raise into the app: internal errors are reported to ``tracing.diagnostics``
 (logged once, counted in ``stats()``, kept for ``internal_errors()``). A tool span whose
 redaction fails is dropped (fail closed).
+
+The app thread never waits on the processor: it stamps the session and enqueues. When the
+queue is full (``IntentOptions.max_queue``) the span's processing is shed, counted and logged
+once; its exported copy is a stub (name scrubbed, identifiers only) and its anchor is settled
+without outcome, or missing; the ledger counts those calls (``Ledger.dropped``). The
+processor's own thread never waits on its queue either (a background call it times out ends
+through ``on_end`` on that thread).
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import queue
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from opentelemetry.context import Context
@@ -33,12 +40,11 @@ from tracing._context import SESSION, SessionInfo
 from tracing.anchor import LedgerSink
 from tracing.derive._call import Naming, PolicyLike, RegistryLike
 from tracing.derive._conventions import DEFAULT_CONVENTIONS, Convention, match_convention
-from tracing.derive._redact import safe_text
 from tracing.diagnostics import ErrorLog
 from tracing.intent import IntentRegistry, default_registry
 from tracing.otel._calls import CallTracker
 from tracing.otel._options import IntentOptions
-from tracing.otel._spans import copy_span, is_langfuse_processor, span_view
+from tracing.otel._spans import encodable, is_langfuse_processor, span_view, stub_span
 
 __all__ = ["IntentSpanProcessor", "LedgerSink", "notify_background", "span_view"]
 
@@ -47,9 +53,13 @@ logger = logging.getLogger("tracing.processor")
 _PROCESSORS: Final[weakref.WeakSet[IntentSpanProcessor]] = weakref.WeakSet()
 
 
-_THREAD_NAME: Final = "intentrace-processor"
+THREAD_NAME: Final = "intentrace-processor"
+"""The processor's thread (one per processor)."""
 _yield_gil: Final = functools.partial(time.sleep, 0)
 """Releases the GIL for a moment (a thread waiting for it takes it)."""
+_MARKER_ROOM: Final = 4
+"""Shed-span markers may fill the queue to this many times ``max_queue`` (each is a few ids)."""
+_NAMES_CACHED: Final = 4096
 
 
 class _EndedSpanRace(logging.Filter):
@@ -58,11 +68,21 @@ class _EndedSpanRace(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not (
-            threading.current_thread().name == _THREAD_NAME and "ended span" in str(record.msg)
+            threading.current_thread().name == THREAD_NAME and "ended span" in str(record.msg)
         )
 
 
-logging.getLogger("opentelemetry.sdk.trace").addFilter(_EndedSpanRace())
+_filter_lock = threading.Lock()
+_filter_installed = False
+
+
+def _install_log_filter() -> None:
+    """Once per process, when a processor's thread first starts (never at import)."""
+    global _filter_installed
+    with _filter_lock:
+        if not _filter_installed:
+            logging.getLogger("opentelemetry.sdk.trace").addFilter(_EndedSpanRace())
+            _filter_installed = True
 
 
 def _default_policy() -> PolicyLike:
@@ -80,7 +100,7 @@ class IntentSpanProcessor(SpanProcessor):
         registry: label-bearing tool names (default: ``default_registry()``, which
             ``inject_intent`` fills). A span flag ``intentrace.label_bearing`` wins.
         ledger: where anchors go (``record``/``set_activity``), e.g. ``open_ledger(...)``.
-        options: naming mode, Langfuse tag, background timeout, threading.
+        options: naming mode, Langfuse tag, background timeout, threading, queue size.
         conventions: how tool spans are recognised (default: GenAI semconv, OpenInference,
             OpenLLMetry/Traceloop, Langfuse); put your own first.
         langfuse_processors: wrapped processors that feed a Langfuse server (detected
@@ -101,6 +121,7 @@ class IntentSpanProcessor(SpanProcessor):
         self._options = options or IntentOptions()
         self._in_thread = self._options.in_thread
         self._max_queue = max(1, self._options.max_queue)
+        self._max_markers = self._max_queue * _MARKER_ROOM
         self._naming: Naming = self._options.resolved_naming()
         self._tag = self._options.resolved_langfuse_tag()
         self._policy: PolicyLike = policy if policy is not None else _default_policy()
@@ -111,21 +132,24 @@ class IntentSpanProcessor(SpanProcessor):
         """Guards the call state; held while one item is handled (never by the app thread
         in threaded mode)."""
         self._small = threading.Lock()
-        """Guards counters and the queue depth (held for nanoseconds, safe on the app thread)."""
+        """Guards counters (held for nanoseconds, safe on the app thread)."""
         self._processors: tuple[SpanProcessor, ...] = ()
         self._langfuse: set[int] = {id(p) for p in langfuse_processors}
         for processor in (*processors, *langfuse_processors):
             self.add_processor(processor)
         self._counts: dict[str, int] = {}
         self._errors = ErrorLog("processor", logger)
+        self._warned_shed = False
+        self._names: dict[str, str] = {}
+        """Span names as scrubbed for stubs (names repeat: OpenTelemetry wants them few)."""
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._puts = itertools.count(1)
         self._put = 0
         """Items enqueued so far (``next(self._puts)`` is atomic: no lock on the app thread)."""
         self._done = 0
         """Items handled so far (written by the processor's thread only)."""
-        self._room = threading.Condition(self._small)
         self._worker: threading.Thread | None = None
+        self._worker_ident: int | None = None
         if hasattr(os, "register_at_fork"):
             weak = weakref.WeakMethod(self._after_fork)
             os.register_at_fork(after_in_child=lambda: (m := weak()) and m())  # type: ignore[func-returns-value]
@@ -179,7 +203,10 @@ class IntentSpanProcessor(SpanProcessor):
         self._errors.report(where, exc)
 
     def stats(self) -> dict[str, int]:
-        """Counters: tool spans, named at start/settle, learned/matched calls, dropped, errors..."""
+        """Counters: tool spans, named at start/settle, learned/matched calls, dropped, errors,
+        and what was shed under load: ``shed_spans`` (ends exported as stubs), ``shed_starts``,
+        ``anchors_shed`` (tool calls among the shed spans: anchor settled without outcome, or
+        missing; also counted in the ledger), ``shed_untracked`` (shed past the markers' room)."""
         with self._small:
             counts = dict(self._counts)
         counts["live_calls"] = self._calls.live_calls
@@ -203,7 +230,8 @@ class IntentSpanProcessor(SpanProcessor):
             session = SESSION.get()
             if session is not None:
                 self._stamp_session(span, session)
-            self._submit(("start", span, session))
+            if not self._submit(("start", span, session)):
+                self.count("shed_starts")  # named at settle (if its end finds room)
         except Exception as exc:
             self.fail("on_start", exc)
         for processor in self._processors:
@@ -221,25 +249,29 @@ class IntentSpanProcessor(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         try:
-            self._submit(("end", span))
-        except Exception as exc:  # could not even enqueue: export the span as it is
+            if self._submit(("end", span)):
+                return
+        except Exception as exc:  # could not even enqueue: export what is safe to export
             self.fail("on_end", exc)
-            if match_convention(span.name, span.attributes or {}, self._conventions) is None:
-                self.forward_plain(span)
-            else:
-                self.count("dropped")
+        self._shed_end(span)
 
     def mark_background(self, span: Span, timeout_s: float | None = None) -> bool:
         """A live tool span was dispatched to the background: frame it, keep it in flight.
 
         It settles when it ends (the harvest); if it is still live after ``timeout_s``
         (default ``options.background_timeout_s``) it ends as an error (``· timed out``).
-        Returns False when the span has no context or the processor is shut down.
+        Returns False when the span has no context, the processor is shut down, or its queue
+        is full (the call is then framed at settle only, and never times out).
         """
         if span.context is None or self._shutdown:
             return False
         limit = timeout_s if timeout_s is not None else self._options.background_timeout_s
-        self._submit(("background", span, limit))
+        if not self._submit(("background", span, limit)):
+            self.count("shed_background")
+            return False
+        if not self._in_thread:  # no thread handles the queue: one reaps the deadlines
+            self._ensure_worker()
+            self._queue.put("wake")
         return True
 
     @staticmethod
@@ -254,21 +286,74 @@ class IntentSpanProcessor(SpanProcessor):
             own[A.TURN] = session.turn
         span.set_attributes(own)
 
+    # ----------------------------------------------------------------------------- shedding
+    def _shed_end(self, span: ReadableSpan) -> None:
+        """No room for the span's end: export a stub (on the app thread: a scrubbed name,
+        identifiers only, never raw data), and queue a marker of a few ids so the processor's
+        thread settles the call's in-flight anchor and counts it in the ledger."""
+        self.count("shed_spans")
+        if not self._warned_shed:
+            self._warned_shed = True
+            logger.warning(
+                "intentrace processor: its queue is full (%d span events): shedding the "
+                "processing of spans under load (exported as stubs, counted in stats() and "
+                "in the ledger); raise IntentOptions(max_queue=...) if this is a burst",
+                self._max_queue,
+            )
+        attrs: Mapping[str, Any] = span.attributes or {}
+        tool = match_convention(span.name, attrs, self._conventions) is not None
+        context = span.context
+        if context is not None:
+            session = attrs.get(A.SESSION_ID)
+            marker = ("shed", context.span_id, session if isinstance(session, str) else "", tool)
+            if not self._submit(marker, marker=True):
+                self.count("shed_untracked")
+                if tool:
+                    self.count("anchors_shed")
+                    self.report_dropped(marker[2])
+        try:
+            name = self._stub_name(span.name)
+        except Exception as exc:  # redaction could not run: export nothing (fail closed)
+            self.count("dropped")
+            self.fail("stub", exc)
+            return
+        self.forward(stub_span(span, name), None)
+
+    def _stub_name(self, name: str) -> str:
+        known = self._names.get(name)
+        if known is None:
+            known = self._policy.scrub_text(name)
+            if len(self._names) >= _NAMES_CACHED:
+                self._names.clear()
+            self._names[name] = known
+        return known
+
+    def report_dropped(self, session_id: str) -> None:
+        """One tool call's anchor shed: count it where users look (``Ledger.record_dropped``;
+        a ledger sink without that method only has ``stats()``)."""
+        record = getattr(self._ledger, "record_dropped", None)
+        if record is None:
+            return
+        try:
+            record(session_id, 1)
+        except Exception as exc:
+            self.fail("ledger.record_dropped", exc)
+
     # ----------------------------------------------------------------------------- the queue
-    def _submit(self, item: tuple[Any, ...]) -> None:
-        # the app thread's whole share of the work: a counter and a put
+    def _submit(self, item: tuple[Any, ...], *, marker: bool = False) -> bool:
+        """Hand one span event to the processor's thread; False when it was shed (the queue is
+        full). The app thread's whole share of the work: a comparison, a counter and a put."""
         if not self._in_thread:
             self._process(item)
-            return
+            return True
         if self._worker is None:
             self._ensure_worker()
-        self._put = put = next(self._puts)
-        if put - self._done > self._max_queue:  # back-pressure, never a drop
-            self.count("waited_for_queue")
-            with self._room:
-                while self._put - self._done > self._max_queue and self._worker_alive():
-                    self._room.wait(0.05)
+        room = self._max_markers if marker else self._max_queue
+        if self._put - self._done >= room and threading.get_ident() != self._worker_ident:
+            return False  # (the processor's own thread never waits on, nor sheds, its events)
+        self._put = next(self._puts)
         self._queue.put(item)
+        return True
 
     def _process(self, item: tuple[Any, ...]) -> None:
         with self._lock:
@@ -278,6 +363,9 @@ class IntentSpanProcessor(SpanProcessor):
                     self._calls.start(item[1], item[2])
                 elif kind == "end":
                     self._calls.end(item[1])
+                elif kind == "shed":
+                    if self._calls.shed(item[1], item[2], is_tool=item[3]):
+                        self.count("anchors_shed")
                 elif kind == "background":
                     self._calls.background(item[1], item[2])
             except Exception as exc:
@@ -292,18 +380,22 @@ class IntentSpanProcessor(SpanProcessor):
         self._puts = itertools.count(1)
         self._put = self._done = 0
         self._worker = None
+        self._worker_ident = None
         self._lock = threading.RLock()
         self._small = threading.Lock()
-        self._room = threading.Condition(self._small)
 
     def _ensure_worker(self) -> None:
         with self._small:
             if self._worker_alive():
                 return
-            self._worker = threading.Thread(target=self._run, name=_THREAD_NAME, daemon=True)
+            _install_log_filter()
+            self._worker = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
             self._worker.start()
 
     def _run(self) -> None:
+        """The processor's thread: handles span events in order (``in_thread=False``: only
+        reaps background calls), and ends background calls past their deadline."""
+        self._worker_ident = threading.get_ident()
         timeout: float | None = None
         seen = 0
         while True:
@@ -315,9 +407,6 @@ class IntentSpanProcessor(SpanProcessor):
                 if isinstance(item, tuple):
                     self._process(item)  # pyright: ignore[reportUnknownArgumentType]
                     self._done += 1
-                    if self._put - self._done >= self._max_queue:
-                        with self._room:
-                            self._room.notify_all()
                     if self._put != seen:
                         seen = self._put
                         # The app made spans since the last one: it is busy. Hand it the GIL
@@ -330,23 +419,26 @@ class IntentSpanProcessor(SpanProcessor):
                     item.set()
                 elif item == "stop":
                     return
-                timeout = self._calls.reap()
+                with self._lock:  # (inline mode: app threads handle spans under it too)
+                    timeout = self._calls.reap()
             except Exception as exc:  # never let the thread die
                 self.fail("processor thread", exc)
 
     # ----------------------------------------------------------------------------- export
     def forward_plain(self, span: ReadableSpan) -> None:
-        """Export a span as it is (its name made safe for the OTLP encoder)."""
-        name = span.name
-        if not name.isascii() and safe_text(name) != name:
-            span = copy_span(span, name=safe_text(name))
-        self.forward(span, span)
+        """Export a span that is not a tool call: as it is, made encodable (no lone surrogate
+        anywhere: the OTLP encoder would fail its whole batch)."""
+        self.forward(encodable(span), None)
 
-    def forward(self, span: ReadableSpan, langfuse_span: ReadableSpan) -> None:
-        """Hand a shaped copy to every wrapped processor (Langfuse ones get theirs)."""
+    def forward(self, span: ReadableSpan, langfuse_span: ReadableSpan | None) -> None:
+        """Hand a shaped copy to every wrapped processor (Langfuse ones get theirs, when it
+        differs)."""
         for processor in self._processors:
             try:
-                processor.on_end(langfuse_span if id(processor) in self._langfuse else span)
+                if langfuse_span is not None and id(processor) in self._langfuse:
+                    processor.on_end(langfuse_span)
+                else:
+                    processor.on_end(span)
             except Exception as exc:
                 self.fail(f"{type(processor).__name__}.on_end", exc)
 
@@ -354,6 +446,8 @@ class IntentSpanProcessor(SpanProcessor):
     def _drain(self, timeout_s: float) -> bool:
         if not self._worker_alive():
             return True
+        if threading.get_ident() == self._worker_ident:
+            return False  # (a flush from a wrapped processor in our thread: never wait on us)
         done = threading.Event()
         self._queue.put(done)
         return done.wait(timeout_s)
@@ -375,7 +469,7 @@ class IntentSpanProcessor(SpanProcessor):
             return
         self._shutdown = True
         self._drain(30.0)
-        if self._worker_alive():
+        if self._worker_alive() and threading.get_ident() != self._worker_ident:
             self._queue.put("stop")
             assert self._worker is not None
             self._worker.join(5.0)

@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Final, cast
 
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor
-from opentelemetry.trace import Status, StatusCode, format_span_id, format_trace_id
+from opentelemetry.trace import Link, Status, StatusCode, format_span_id, format_trace_id
 
+from tracing import attributes as A
 from tracing.derive._conventions import EventView, SpanView
+from tracing.derive._redact import safe_text, safe_value
+
+
+def plain_attributes(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A span's attributes as a plain ``dict`` (one C-level copy).
+
+    ``ReadableSpan.attributes`` is a read-only proxy over the SDK's ``BoundedAttributes``,
+    whose ``get`` goes through Python-level ``Mapping`` methods: the derivation reads dozens of
+    keys per span, so it reads them from a copy.
+    """
+    if attributes is None:
+        return {}
+    if isinstance(attributes, MappingProxyType | dict):
+        return attributes.copy()  # (a proxy copies what it wraps: one C-level dict copy)
+    return dict(attributes)
 
 
 def span_view(span: ReadableSpan) -> SpanView:
@@ -18,7 +35,7 @@ def span_view(span: ReadableSpan) -> SpanView:
     scope = span.instrumentation_scope
     return SpanView(
         name=span.name,
-        attributes=span.attributes or {},
+        attributes=plain_attributes(span.attributes),
         events=tuple(EventView(e.name, e.attributes or {}, e.timestamp) for e in span.events),
         status_code=span.status.status_code.value,
         status_message=span.status.description,
@@ -64,6 +81,124 @@ def copy_span(
         links=span.links,
         kind=span.kind,
         status=status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# stubs and encodability
+
+STUB_KEYS: Final[tuple[str, ...]] = (
+    A.GEN_AI_OPERATION_NAME,
+    A.GEN_AI_TOOL_CALL_ID,
+    A.OPENINFERENCE_SPAN_KIND,
+    A.TRACELOOP_SPAN_KIND,
+    A.LANGFUSE_OBSERVATION_TYPE,
+    A.LABEL_BEARING,
+    A.SESSION_ID,
+    A.AGENT_ID,
+    A.TURN,
+)
+"""What a stub keeps of a span's attributes: identifiers and kinds, never data."""
+
+
+def stub_span(span: ReadableSpan, name: str) -> ReadableSpan:
+    """The span as a stub: ``name`` (already scrubbed), identifiers and kinds only
+    (``STUB_KEYS``, the tool name when it is an identifier), ``intentrace.shed``; no events, no
+    status description, links without attributes. For a span whose processing was shed."""
+    attrs = span.attributes or {}
+    kept: dict[str, Any] = {A.SHED: True}
+    for key in STUB_KEYS:
+        value = attrs.get(key)
+        if isinstance(value, str):
+            kept[key] = safe_text(value)
+        elif isinstance(value, bool | int):
+            kept[key] = value
+    tool = attrs.get(A.GEN_AI_TOOL_NAME)
+    if isinstance(tool, str) and tool.isidentifier():
+        kept[A.GEN_AI_TOOL_NAME] = tool
+    status = span.status
+    return ReadableSpan(
+        name=safe_text(name),
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=kept,
+        events=(),
+        links=tuple(Link(link.context) for link in span.links),
+        kind=span.kind,
+        status=Status(status.status_code) if status.description else status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
+
+
+def _encodes(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _value_encodes(value: Any) -> bool:
+    if value.__class__ is str:
+        return _encodes(value)
+    if isinstance(value, tuple | list):
+        items = cast("Sequence[Any]", value)
+        return all(_encodes(v) for v in items if isinstance(v, str))
+    return True
+
+
+def _attributes_encode(attributes: Mapping[str, Any] | None) -> bool:
+    if not attributes:
+        return True
+    return all(_encodes(k) and _value_encodes(v) for k, v in attributes.items())
+
+
+def _safe_attributes(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {safe_text(k): safe_value(v) for k, v in (attributes or {}).items()}
+
+
+def encodable(span: ReadableSpan) -> ReadableSpan:
+    """``span`` itself, or a copy with every lone surrogate replaced: in the name, the status
+    description, attribute keys and values, event names and attributes, link attributes. One
+    lone surrogate makes the OTLP encoder fail the whole batch it is in."""
+    status = span.status
+    description = status.description
+    attrs = span.attributes
+    events = span.events
+    links = span.links
+    if (
+        _encodes(span.name)
+        and (description is None or _encodes(description))
+        and _attributes_encode(attrs)
+        and all(_encodes(e.name) and _attributes_encode(e.attributes) for e in events)
+        and all(_attributes_encode(link.attributes) for link in links)
+    ):
+        return span
+    return ReadableSpan(
+        name=safe_text(span.name),
+        context=span.context,
+        parent=span.parent,
+        resource=span.resource,
+        attributes=_safe_attributes(attrs),
+        events=tuple(
+            Event(safe_text(e.name), _safe_attributes(e.attributes), e.timestamp) for e in events
+        ),
+        links=tuple(
+            Link(link.context, _safe_attributes(link.attributes)) if link.attributes else link
+            for link in links
+        ),
+        kind=span.kind,
+        status=Status(status.status_code, safe_text(description))
+        if description is not None
+        else status,
         start_time=span.start_time,
         end_time=span.end_time,
         instrumentation_scope=span.instrumentation_scope,
