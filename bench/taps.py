@@ -10,6 +10,11 @@
    * loopback: the whole SDK stream (HTTP, SSE decoding, pydantic) untapped vs tapped, same
      measure: what an application actually sees.
 
+   * app-thread CPU: the CPU time of the thread that consumes a whole ~20k-event loopback
+     stream (``time.thread_time``), untapped vs tapped: what the tap costs the application,
+     SSE decoding and pydantic included (the ledger's and the flusher's threads are not the
+     application's).
+
 2. Ledger writes per 10 KB argument stream (one call), for 1, 4, 16 and 64-byte deltas, when
    the deltas arrive at once (replay) and paced like a model (50 deltas/s, simulated clock).
    Peers: a write per change of the intent, and a write per delta.
@@ -150,6 +155,45 @@ def latency(server: SSEServer, ledger: Ledger, repeats: int) -> list[float]:
     return added
 
 
+def app_cpu(server: SSEServer, ledger: Ledger, repeats: int) -> None:
+    """App-thread CPU over a ~20k-event stream per SDK, untapped (peer) vs tapped (ours)."""
+    tap = StreamTap(ledger=ledger, registry=registry(), session_id="bench-cpu")
+    oai = openai.OpenAI(base_url=server.url + "/v1", api_key="sk-bench", max_retries=0)
+    ant = anthropic.Anthropic(base_url=server.url, api_key="sk-bench", max_retries=0)
+    size = 160_000  # two calls' arguments in 16-byte deltas: ~20k events
+    streams: dict[str, Callable[[], Any]] = {
+        "openai chat": lambda: oai.chat.completions.create(model="m", messages=[], stream=True),
+        "openai responses": lambda: oai.responses.create(model="m", input="x", stream=True),
+        "anthropic messages": lambda: ant.messages.create(
+            model="m", max_tokens=10, messages=[], stream=True
+        ),
+    }
+    parts = {
+        "openai chat": chat_stream(calls(size), size=16, interleaved=True),
+        "openai responses": responses_stream(calls(size), size=16, interleaved=True),
+        "anthropic messages": anthropic_stream(calls(size), size=16),
+    }
+    for name, open_stream in streams.items():
+        peer: list[float] = []
+        ours: list[float] = []
+        n = 0
+        for i in range(2 * max(1, repeats // 8)):  # alternated, so that drift hits both alike
+            server.respond(parts[name])
+            stream = open_stream()
+            if i % 2:
+                stream = tap.wrap(stream)
+            start = time.thread_time()
+            n = sum(1 for _ in stream)
+            (ours if i % 2 else peer).append(time.thread_time() - start)
+        line(
+            f"{name}, app-thread CPU over a {n}-event loopback stream (median)",
+            statistics.median(ours) * 1000,
+            statistics.median(peer) * 1000,
+            unit="ms",
+        )
+    assert ledger.flush(30)
+
+
 class _Replay:
     """The collected events as a stream the tap can take in place (an ``_iterator``)."""
 
@@ -237,6 +281,7 @@ def main() -> int:
     server = SSEServer().start()
     with tempfile.TemporaryDirectory() as tmp, open_ledger(f"sqlite:///{tmp}/bench.db") as ledger:
         added = latency(server, ledger, opts.repeats)
+        app_cpu(server, ledger, opts.repeats)
         writes(server, ledger)
     server.stop()
     worst = max(added)

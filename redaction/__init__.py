@@ -9,6 +9,7 @@ scrubber that fails closed. Imports no OpenTelemetry.
 from __future__ import annotations
 
 from redaction._errors import PolicyError, RedactionError
+from redaction._partial import secret_tail
 from redaction._patterns import BUILTIN_PATTERNS, KEY_CATEGORIES
 from redaction._policy import (
     Action,
@@ -37,4 +38,5 @@ __all__ = [
     "ToolRule",
     "TrailEntry",
     "UserPattern",
+    "secret_tail",
 ]

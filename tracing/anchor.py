@@ -109,7 +109,10 @@ class AnchorWrite(TypedDict):
     A ``streaming`` write (a stream tap) for a call already past streaming (in flight, in the
     background, settled) never rewinds it: it too only fills columns still NULL, never the
     status, ``label``, ``intent`` or ``outcome``. So one row goes streaming -> in flight ->
-    settled whatever order the writers' updates arrive in.
+    settled whatever order the writers' updates arrive in. An ``abandoned`` write (a stream
+    tap whose stream stopped mid-arguments) settles a call only while it is ``streaming``: for a
+    call the application took over (in flight, in the background, settled) it too only fills
+    gaps (only the ledger's reaper abandons a live call that went stale).
     """
 
     tool_call_id: str

@@ -25,6 +25,12 @@ class Script:
     cut: bool = False
     status: int = 200
     delay_s: float = 0.0
+    hold_at: int | None = None
+    """Send this many parts, then wait for ``release`` (the client holds a stream mid-way)."""
+    reached: threading.Event = field(default_factory=threading.Event)
+    """Set once the parts before ``hold_at`` are sent."""
+    release: threading.Event = field(default_factory=threading.Event)
+    content_type: str = "text/event-stream; charset=utf-8"
 
 
 @dataclass
@@ -39,8 +45,21 @@ class SSEServer:
         host, port = self.httpd.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def respond(self, parts: list[bytes], *, cut: bool = False, delay_s: float = 0.0) -> None:
-        self.scripts.append(Script(parts, cut=cut, delay_s=delay_s))
+    def respond(
+        self,
+        parts: list[bytes],
+        *,
+        cut: bool = False,
+        delay_s: float = 0.0,
+        hold_at: int | None = None,
+        status: int = 200,
+        content_type: str | None = None,
+    ) -> Script:
+        script = Script(parts, cut=cut, delay_s=delay_s, hold_at=hold_at, status=status)
+        if content_type is not None:
+            script.content_type = content_type
+        self.scripts.append(script)
+        return script
 
     def start(self) -> SSEServer:
         server = self
@@ -71,15 +90,21 @@ class SSEServer:
                     return
                 script = server.scripts.popleft()
                 self.send_response(script.status)
-                self.send_header("content-type", "text/event-stream; charset=utf-8")
+                self.send_header("content-type", script.content_type)
                 self.send_header("transfer-encoding", "chunked")
                 self.send_header("cache-control", "no-cache")
                 self.end_headers()
-                for part in script.parts:
+                for n, part in enumerate(script.parts):
+                    if n == script.hold_at:
+                        script.reached.set()
+                        script.release.wait(30)
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
                     self.wfile.flush()
                     if script.delay_s:
                         time.sleep(script.delay_s)
+                if script.hold_at is not None and script.hold_at >= len(script.parts):
+                    script.reached.set()
+                    script.release.wait(30)
                 if script.cut:
                     self.close_connection = True
                     self.wfile.flush()
@@ -181,22 +206,46 @@ def chat_tool_delta(index: int, arguments: str) -> bytes:
     )
 
 
+def chat_finish(reason: str = "tool_calls") -> bytes:
+    return chat_chunk([{"index": 0, "delta": {}, "logprobs": None, "finish_reason": reason}])
+
+
 def chat_stream(
-    calls: list[tuple[str, str, str]], *, size: int = 7, interleaved: bool = True, done: bool = True
+    calls: list[tuple[str, str, str]],
+    *,
+    size: int = 7,
+    interleaved: bool = True,
+    done: bool = True,
+    text: str | None = None,
+    usage: bool = False,
+    finish: str = "tool_calls",
 ) -> list[bytes]:
-    """A Chat Completions stream with ``calls`` = [(call id, tool name, arguments JSON)]."""
+    """A Chat Completions stream with ``calls`` = [(call id, tool name, arguments JSON)].
+
+    ``text``: content deltas first; ``usage``: the final usage chunk (``stream_options=
+    {"include_usage": true}``: no choices); ``finish``: the ``finish_reason``."""
     parts = [
         chat_chunk(
             [
                 {
                     "index": 0,
-                    "delta": {"role": "assistant", "content": None, "refusal": None},
+                    "delta": {
+                        "role": "assistant",
+                        "content": "" if text else None,
+                        "refusal": None,
+                    },
                     "logprobs": None,
                     "finish_reason": None,
                 }
             ]
         )
     ]
+    for piece in split(text, 6) if text else []:
+        parts.append(
+            chat_chunk(
+                [{"index": 0, "delta": {"content": piece}, "logprobs": None, "finish_reason": None}]
+            )
+        )
     per_call: list[list[bytes]] = []
     for i, (cid, name, args) in enumerate(calls):
         per_call.append(
@@ -208,11 +257,20 @@ def chat_stream(
         for p in per_call:
             parts += p
     if done:
-        parts.append(
-            chat_chunk([{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "tool_calls"}])
-        )
+        parts.append(chat_finish(finish))
+        if usage:
+            parts.append(
+                chat_chunk(
+                    [], usage={"prompt_tokens": 91, "completion_tokens": 47, "total_tokens": 138}
+                )
+            )
         parts.append(sse("[DONE]"))
     return parts
+
+
+def chat_error(message: str = "The server had an error while processing your request.") -> bytes:
+    """The error object OpenAI sends in place of a chunk mid-stream."""
+    return sse({"error": {"message": message, "type": "server_error", "param": None, "code": None}})
 
 
 # --- OpenAI Responses -------------------------------------------------------------------------
@@ -254,10 +312,16 @@ def responses_stream(
     interleaved: bool = True,
     complete: bool = True,
     error_after: int | None = None,
+    end_after: int | None = None,
+    end: str = "completed",
+    text: str | None = None,
 ) -> list[bytes]:
     """A Responses stream with function calls [(call id, tool name, arguments JSON)].
 
+    ``text``: a message item with that output text first (every event of a text part).
     ``error_after``: an ``error`` event after that many argument deltas, then the stream ends.
+    ``end_after`` deltas, then the response ends as ``end``: ``failed`` (``response.failed``
+    with the provider's error) or ``incomplete`` (``response.incomplete``, max output tokens).
     """
     seq = 0
 
@@ -271,6 +335,22 @@ def responses_stream(
         ev("response.created", response=_response("in_progress", [])),
         ev("response.in_progress", response=_response("in_progress", [])),
     ]
+    first = 0
+    if text is not None:
+        first = 1
+        msg = {"id": "msg_67ccd3acc8d48190a77525dc6de64b4104becb25c9", "type": "message",
+               "status": "in_progress", "role": "assistant", "content": []}  # fmt: skip
+        part = {"type": "output_text", "text": "", "annotations": []}
+        ids = {"item_id": msg["id"], "output_index": 0, "content_index": 0}
+        parts += [
+            ev("response.output_item.added", output_index=0, item=msg),
+            ev("response.content_part.added", **ids, part=part),
+            *[ev("response.output_text.delta", **ids, delta=p, logprobs=[]) for p in split(text, 5)],
+            ev("response.output_text.done", **ids, text=text, logprobs=[]),
+            ev("response.content_part.done", **ids, part={**part, "text": text}),
+            ev("response.output_item.done", output_index=0,
+               item={**msg, "status": "completed", "content": [{**part, "text": text}]}),
+        ]  # fmt: skip
 
     def item(i: int, status: str, args: str) -> dict[str, Any]:
         cid, name, _ = calls[i]
@@ -284,7 +364,7 @@ def responses_stream(
         }
 
     added = [
-        ev("response.output_item.added", output_index=i, item=item(i, "in_progress", ""))
+        ev("response.output_item.added", output_index=first + i, item=item(i, "in_progress", ""))
         for i in range(len(calls))
     ]
     parts += added
@@ -298,11 +378,21 @@ def responses_stream(
                 ev("error", code="server_error", message="The server had an error", param=None)
             )
             return parts
+        if end_after is not None and n == end_after:
+            if end == "failed":
+                failed = _response("failed", [])
+                failed["error"] = {"code": "server_error", "message": "The model crashed"}
+                parts.append(ev("response.failed", response=failed))
+            else:
+                stopped = _response("incomplete", [])
+                stopped["incomplete_details"] = {"reason": "max_output_tokens"}
+                parts.append(ev("response.incomplete", response=stopped))
+            return parts
         parts.append(
             ev(
                 "response.function_call_arguments.delta",
                 item_id=item(i, "", "")["id"],
-                output_index=i,
+                output_index=first + i,
                 delta=piece,
             )
         )
@@ -313,12 +403,16 @@ def responses_stream(
             ev(
                 "response.function_call_arguments.done",
                 item_id=item(i, "", "")["id"],
-                output_index=i,
+                output_index=first + i,
                 arguments=args,
             )
         )
         parts.append(
-            ev("response.output_item.done", output_index=i, item=item(i, "completed", args))
+            ev(
+                "response.output_item.done",
+                output_index=first + i,
+                item=item(i, "completed", args),
+            )
         )
     parts.append(
         ev(

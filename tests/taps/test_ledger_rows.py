@@ -155,3 +155,56 @@ def test_the_processor_keeps_what_only_the_tap_knew(any_ledger: Ledger) -> None:
         "coder",
     )
     assert r["span_id"] is not None  # what the processor knows is still written
+
+
+@pytest.mark.parametrize("app", ["in_flight", "background", "success", "error"])
+def test_an_abandon_never_downgrades_a_call_the_app_took_over(any_ledger: Ledger, app: str) -> None:
+    # The tap's stream stopped (it abandons the calls it saw unfinished), but the application
+    # already runs (or ran) this one: the row keeps the app's status and label.
+    led = any_ledger
+    led.record(streaming("Searching for", session_id="conv"))
+    led.record(
+        w(
+            app,
+            intent="Searching for OAuth",
+            end_ns=None if app in ("in_flight", "background") else 5,
+        )
+    )
+    before = row(led)
+    led.record(w("abandoned", intent="Searching for", end_ns=9, error="the stream was cut"))
+    after = row(led)
+    assert (after["status"], after["label"], after["intent"]) == (
+        before["status"], before["label"], before["intent"],
+    )  # fmt: skip
+    assert after["error"] == (before["error"] or "the stream was cut")  # only a gap filled
+
+
+def test_an_abandon_settles_a_call_still_streaming_and_the_app_can_revive_it(
+    any_ledger: Ledger,
+) -> None:
+    led = any_ledger
+    led.record(streaming("Searching for", session_id="conv"))
+    led.record(w("abandoned", intent="Searching for", end_ns=9, error="the stream was cut"))
+    gone = row(led)
+    assert (gone["status"], gone["label"]) == ("abandoned", "Searching for · abandoned")
+    assert gone["settle_seq"] is not None
+    # the processor's thread lagged the tap's: its in-flight write arrives after the abandon
+    led.record(w("in_flight", intent="Searching for OAuth", start_ns=3))
+    back = row(led)
+    assert (back["status"], back["label"]) == ("in_flight", "Searching for OAuth")
+    assert back["end_ns"] is None and back["error"] is None and back["settle_seq"] is None
+    led.record(w("success", outcome="Found it", end_ns=10))
+    done = row(led)
+    assert (done["status"], done["label"]) == ("success", "Found it")
+    assert done["settle_seq"] is not None and done["seq"] == gone["seq"]
+
+
+def test_abandon_and_revival_in_one_batch(any_ledger: Ledger) -> None:
+    led = any_ledger
+    led.record(streaming("Reading", session_id="conv"))
+    led.record(w("abandoned", intent="Reading", end_ns=9, error="cut"))
+    led.record(w("in_flight", intent="Reading the router"))
+    r = row(led)
+    assert (r["status"], r["settle_seq"], r["end_ns"]) == ("in_flight", None, None)
+    led.record(w("success", end_ns=20))
+    assert row(led)["settle_seq"] is not None

@@ -84,12 +84,14 @@ def test_error_event_mid_stream_abandons_unfinished_calls(
     assert events[-1].type == "error"
     assert ledger.flush()
     rows = ledger.session_anchors("r-3")
-    # A stopped inside `\u00ef` after "na" (a word still being written is held back); B's
-    # intent was complete, its other arguments were not.
+    # A stopped inside `\u00ef` after "na" (the row keeps all that the model wrote: nothing
+    # there could become a secret); B's intent was complete, its other arguments were not.
     assert [(r["status"], r["intent"]) for r in rows] == [
-        ("abandoned", "Searching for “"),
+        ("abandoned", "Searching for “na"),
         ("abandoned", "Reading the lexer"),
     ]
+    for r in rows:  # the provider's message, not "the stream ended early"
+        assert "server_error: The server had an error" in (r["error"] or ""), r["error"]
 
 
 def test_whole_arguments_without_deltas(

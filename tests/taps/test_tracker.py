@@ -128,3 +128,34 @@ def test_bytes_split_inside_utf8_and_a_closed_tracker_is_inert() -> None:
     assert [w["status"] for w in spy.writes] == ["streaming"] * 3 + ["abandoned"]
     assert [w["intent"] for w in spy.writes[:3]] == [None, "Saving", "Saving été data"]
     assert spy.writes[-1]["intent"] == "Saving été data"
+
+
+CARD_INTENT = "Paying the invoice with 4111 1111 1111 1111 and 5500 0000 0000 0004 today"
+
+
+@given(
+    cuts=st.lists(st.integers(min_value=1, max_value=7), min_size=1, max_size=40),
+    stop=st.integers(min_value=0, max_value=120),
+    words=st.booleans(),
+)
+def test_a_spaced_card_number_is_never_published_in_part(
+    cuts: list[int], stop: int, words: bool
+) -> None:
+    # Every growth may be written (no interval); the stream may stop anywhere: no write ever
+    # holds a digit of either card (each is whole for the scrubber, or not there at all).
+    args = json.dumps({"intent": CARD_INTENT, "amount": 12})
+    spy = Spy()
+    tr = tracker(spy, publish_interval_millis=0, max_updates_per_call=1000, whole_words=words)
+    tr.start(0, "call_card", "write_file")
+    pos, i = 0, 0
+    while pos < min(stop, len(args)):
+        n = cuts[i % len(cuts)]
+        tr.feed(0, args[pos : pos + n])
+        pos, i = pos + n, i + 1
+    tr.close()  # mid-number: abandoned with what is safe to show
+    for w in spy.writes:
+        assert not any(c.isdigit() for c in w["intent"] or ""), w
+    if pos >= len(args):
+        assert spy.writes[-1]["intent"] == (
+            "Paying the invoice with [redacted:credit_card] and [redacted:credit_card] today"
+        )

@@ -301,3 +301,48 @@ def test_ctrl_c_exits_quietly(db: tuple[str, Ledger], monkeypatch: pytest.Monkey
     monkeypatch.setattr("tracing.cli._watch._sleep", interrupt)
     out = run("--ledger", url, "--interval", "0.05")
     assert "Searching for" in out and len(calls) == 3
+
+
+def test_a_model_pausing_mid_intent_shows_in_watch_within_the_interval(
+    sse_server: SSEServer, db: tuple[str, Ledger], registry: IntentRegistry
+) -> None:
+    # The server holds the stream after "Searching for the OAuth token": no delta arrives,
+    # yet `intentrace watch` shows what the application received once the interval passed.
+    from tests.support.sse import chat_finish, chat_tool_delta, chat_tool_start, sse
+
+    url, led = db
+    parts = [
+        chat_tool_start(0, "call_pause", "search_code"),
+        chat_tool_delta(0, '{"intent": "Searching'),
+        chat_tool_delta(0, " for the OAuth token"),
+        chat_tool_delta(0, ' refresh", "q": "refresh"}'),
+        chat_finish(),
+        sse("[DONE]"),
+    ]
+    script = sse_server.respond(parts, hold_at=3)
+    tap = StreamTap(ledger=led, registry=registry, session_id="paused")
+    finished = threading.Event()
+
+    def agent() -> None:
+        client = sdk_client("openai", sse_server)
+        for _ in tap.wrap(client.chat.completions.create(model="m", messages=[], stream=True)):
+            pass
+        finished.set()
+
+    threading.Thread(target=agent, daemon=True).start()
+    assert script.reached.wait(10)
+    deadline = time.monotonic() + 10
+    out = ""
+    while time.monotonic() < deadline:
+        out = run("--ledger", url, "--once", "--session", "paused")
+        if "Searching for the OAuth token" in out:
+            break
+        time.sleep(0.05)
+    assert not finished.is_set()  # still paused: nothing more arrived
+    assert "✎ Searching for the OAuth token  [search_code]  writing…" in out, out
+    script.release.set()
+    assert finished.wait(10)
+    assert led.flush()
+    assert "Searching for the OAuth token refresh" in run(
+        "--ledger", url, "--once", "--session", "paused"
+    )

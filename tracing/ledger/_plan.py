@@ -15,7 +15,13 @@ see ``_writer``), then ``plan_batch`` replays the batch's writes in arrival orde
   offsets in the batch), the store hands out the ranges, ``assign`` adds their starts;
 * a ``streaming`` write (a stream tap) for a call already past streaming (in flight, in the
   background or settled) never rewinds it: it only fills columns that are still NULL, never the
-  status, the label or what the label is made of.
+  status, the label or what the label is made of;
+* an ``abandoned`` write (a stream tap whose stream stopped before the call's arguments were
+  complete) settles a call only while it is still ``streaming``: a call the application has
+  taken over (in flight, in the background, settled) keeps its status, and the write only fills
+  gaps. Only the ledger's own reaper (``reaping=True``) abandons a live call that went stale.
+  Abandonment is our guess, not the application's word: an in-flight or background write that
+  arrives after it (the processor's thread lagging the tap's) revives the call.
 
 This runs for every write, so it is written for speed (measured in bench/ledger.py);
 tests/ledger/test_concurrency.py checks that batching never changes a result, and
@@ -43,6 +49,9 @@ NOT_LOADED: Final = object()
 """Stands for a stored non-NULL ``args``/``result`` value that the lookup did not load."""
 
 _STATUSES: Final = frozenset(STATUSES)
+_STREAMING: Final = Status.STREAMING
+_ABANDONED: Final = Status.ABANDONED
+_APP_LIVE: Final = frozenset({Status.IN_FLIGHT, Status.BACKGROUND})
 _LABEL_INPUTS: Final = frozenset({"status", "intent", "outcome", "tool_name"})
 _SETTLED_FINAL: Final = _LABEL_INPUTS | {"label"}
 _TEXT_COLUMNS: Final = frozenset(c for c, t in COLUMN_TYPES.items() if t == "text")
@@ -233,12 +242,14 @@ def plan_batch(
     now_ns: int,
     strip_nul: bool = False,
     careful: bool = True,
+    reaping: bool = False,
 ) -> BatchPlan:
     """Replay a batch on the stored state (``stored[id] = (rid, loaded columns)``).
 
     With ``careful=False`` (the writer's first try) plain dict writes are only validated
     (key fields, known keys), not coerced: what the database refuses fails the batch, and
-    the writer replays it with ``careful=True``.
+    the writer replays it with ``careful=True``. ``reaping``: the batch is the reaper's, whose
+    ``abandoned`` writes settle live calls whatever their status.
     """
     plan = BatchPlan()
     calls = plan.calls
@@ -325,6 +336,7 @@ def plan_batch(
                 and "session_id" not in write
                 and call[_SETTLE_AT] < 0
                 and row["settle_seq"] is None
+                and (status != _ABANDONED or row["status"] == _STREAMING or reaping)
             ):
                 # The settle of a call started in this batch (the common case), inlined.
                 row.update(write)
@@ -339,7 +351,7 @@ def plan_batch(
                 continue
         if not writable.issuperset(write):
             write = {k: v for k, v in write.items() if k in writable}
-        _further(call, write, status, counts)
+        _further(call, write, status, counts, reaping)
     _sessions(plan, floors)
     return plan
 
@@ -349,17 +361,25 @@ def _further(
     write: dict[str, Any],
     status: str,
     counts: dict[str, int],
+    reaping: bool = False,
 ) -> None:
     """A further write of a call (stored, or already seen in this batch)."""
     row: dict[str, Any] = call[_ROW]
     stored_status = row["status"]
-    if (stored_status in SETTLED_STATUSES and status in LIVE_STATUSES) or (
-        status == Status.STREAMING and stored_status != Status.STREAMING
+    if stored_status == _ABANDONED and status in _APP_LIVE:
+        # "abandoned" is our guess (a stream that stopped, a writer gone quiet), not the
+        # app's word: the app starting or backgrounding the call after all replaces it.
+        row["end_ns"] = row["error"] = row["settle_seq"] = None
+        call[_SETTLE_AT], call[_SETTLE_IN] = -1, None
+    elif (
+        (stored_status in SETTLED_STATUSES and status in LIVE_STATUSES)
+        or (status == _STREAMING and stored_status != _STREAMING)
+        or (status == _ABANDONED and stored_status != _STREAMING and not reaping)
     ):
         # A late or replayed live write never un-settles a call, and a late stream-tap write
         # never rewinds a call its processor already started, backgrounded or settled (writers
-        # in other processes race): it only fills gaps, and never in the label or what the
-        # label is made of.
+        # in other processes race), nor abandons one the application took over: it only fills
+        # gaps, and never in the label or what the label is made of.
         for key, value in write.items():
             if value is not None and row[key] is None and key not in _SETTLED_FINAL:
                 row[key] = value

@@ -452,7 +452,12 @@ class Writer:
         self._apply_with_retry(items[mid:], careful=True)
 
     def _apply(
-        self, items: Sequence[Item], *, careful: bool = True, prepared: Prepared | None = None
+        self,
+        items: Sequence[Item],
+        *,
+        careful: bool = True,
+        prepared: Prepared | None = None,
+        reaping: bool = False,
     ) -> int:
         """One transaction for the batch; returns the number of invalid writes skipped.
 
@@ -474,7 +479,12 @@ class Writer:
             if ahead is None:
                 stored = self._stored(conn, ids, careful=careful) if ids else {}
                 plan = plan_batch(
-                    items, stored, now_ns=time.time_ns(), strip_nul=store.strip_nul, careful=careful
+                    items,
+                    stored,
+                    now_ns=time.time_ns(),
+                    strip_nul=store.strip_nul,
+                    careful=careful,
+                    reaping=reaping,
                 )
             else:
                 plan = ahead
@@ -579,7 +589,7 @@ class Writer:
                 }
                 for r in rows
             ]
-            self._apply(writes)
+            self._apply(writes, reaping=True)
             self.reaped += len(writes)
             logger.info("intentrace ledger: settled %d stale live calls as abandoned", len(writes))
 

@@ -10,15 +10,18 @@ lookup and an attribute test. Nothing here raises into the application: errors a
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import json
 import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from redaction import secret_tail
 from tracing.diagnostics import ErrorLog
 from tracing.intent import IntentRegistry, IntentStreamReader, StreamingIntent, sanitize_label
 from tracing.status import Status
@@ -44,6 +47,9 @@ _MAX_BUFFER: Final = 1 << 16
 
 _TRAILING_TOKEN: Final = re.compile(r"[!-~]+\Z")
 """A trailing run of printable ASCII: a word (or a secret) the model may still be writing."""
+
+_MAX_ERROR: Final = 300
+"""Characters of a provider's error message kept in an abandoned call's ``error``."""
 
 
 class AnchorRecorder(Protocol):
@@ -107,16 +113,21 @@ def tap_stats() -> dict[str, int]:
         return dict(STATS.values)
 
 
-def _hold_back(text: str) -> str:
-    """``text`` up to its last complete word (see ``TapOptions.whole_words``)."""
-    m = _TRAILING_TOKEN.search(text)
-    return text[: m.start()] if m else text
+def _describe(error: BaseException | str) -> str:
+    """``Type: message`` of a stream's failure, cut to ``_MAX_ERROR`` characters."""
+    if isinstance(error, str):
+        text = error
+    else:
+        message = str(error).strip()
+        text = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    return text if len(text) <= _MAX_ERROR else text[: _MAX_ERROR - 1] + "…"
 
 
 class _Call:
     __slots__ = (
-        "buffer", "call_id", "ended", "fed", "last_t", "live", "published", "reader", "seen",
-        "start_ns", "state", "tool_name", "updates", "wrote",
+        "buffer", "call_id", "clean", "ended", "fed", "held_at", "last_t", "live", "pending",
+        "published", "reader", "scheduled", "seen", "seen_at", "seen_t", "shown", "start_ns",
+        "state", "superseded", "tool_name", "updates", "visible", "wrote",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -131,9 +142,68 @@ class _Call:
         self.updates = 0
         self.last_t = float("-inf")
         self.ended = False
+        self.superseded = False
+        """A later call of the same choice started (Chat Completions): these arguments are
+        complete, unless the provider turns out to interleave its calls' deltas."""
         self.fed = False
         self.live = True  # counted in ToolCallTracker.active
         self.start_ns = time.time_ns()
+        self.pending: StreamingIntent | None = None
+        """Growth held back by the interval, for the flusher (None: nothing pending)."""
+        self.scheduled = False
+        self.seen_t = 0.0
+        """When the pending growth arrived (``TapOptions.clock``)."""
+        self.seen_at = 0.0
+        """The same, in ``time.monotonic`` (the flusher's clock)."""
+        self.held_at = -1
+        """The last candidate checked for secrets (its result is cached in ``visible``)."""
+        self.visible = 0
+        self.clean = 0
+        """A prefix of the intent this long ends inside no possible secret."""
+        self.shown = 0
+        """Characters of the intent published so far (a label never shrinks)."""
+
+
+class _Flusher:
+    """One daemon thread that publishes growth the interval held back, once it is due, so
+    that a model pausing mid-intent does not leave the ledger behind the application."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._heap: list[tuple[float, int, ToolCallTracker, _Call]] = []
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def schedule(self, delay_s: float, tracker: ToolCallTracker, call: _Call) -> None:
+        due = time.monotonic() + max(0.0, delay_s)
+        with self._cond:
+            heapq.heappush(self._heap, (due, next(self._order), tracker, call))
+            thread = self._thread
+            if thread is None or not thread.is_alive():
+                thread = self._thread = threading.Thread(
+                    target=self._run, name="intentrace-taps-flush", daemon=True
+                )
+                thread.start()
+            elif self._heap[0][3] is call:
+                self._cond.notify()
+
+    def _run(self) -> None:
+        heap, cond = self._heap, self._cond
+        while True:
+            with cond:
+                while True:
+                    if not heap:
+                        cond.wait()
+                        continue
+                    wait = heap[0][0] - time.monotonic()
+                    if wait <= 0:
+                        _, _, tracker, call = heapq.heappop(heap)
+                        break
+                    cond.wait(wait)
+            tracker._flush(call)  # pyright: ignore[reportPrivateUsage]
+
+
+FLUSHER: Final = _Flusher()
 
 
 class ToolCallTracker:
@@ -147,9 +217,9 @@ class ToolCallTracker:
     """
 
     __slots__ = (
-        "_abandon", "_calls", "_clock", "_closed", "_context", "_interval", "_max_updates",
-        "_on_intent", "_policy", "_recorder", "_registry", "_whole_words", "active",
-        "batch_id",
+        "_abandon", "_calls", "_clock", "_closed", "_context", "_failure", "_flushes",
+        "_interval", "_lock", "_max_updates", "_on_intent", "_policy", "_recorder", "_registry",
+        "_whole_words", "active", "batch_id", "counts", "interleaved", "tops",
     )  # fmt: skip
 
     def __init__(
@@ -172,9 +242,20 @@ class ToolCallTracker:
         self._max_updates = max(0, opts.max_updates_per_call)
         self._whole_words = opts.whole_words
         self._abandon = opts.abandon_incomplete
+        self._flushes = opts.flush_pending
         self._clock = opts.clock
         self._calls: dict[Hashable, _Call] = {}
         self._closed = False
+        self._failure: str | None = None
+        self._lock = threading.Lock()
+        """Between the application's thread and the flusher (publishing, never per delta)."""
+        self.counts: dict[Hashable, int] = {}
+        """Calls seen so far per group (Gemini: per candidate), for positions and ids."""
+        self.tops: dict[Hashable, int] = {}
+        """Chat Completions: the index of the latest call started in each choice."""
+        self.interleaved = False
+        """Chat Completions: a call's deltas came after a later call had started (a provider
+        that interleaves parallel calls): a later call no longer proves an earlier complete."""
         self.active = 0
         """Calls whose arguments are still read (identity pending, or intent not complete):
         when 0, the events' argument deltas can be skipped unread."""
@@ -195,24 +276,38 @@ class ToolCallTracker:
 
     # --- provider-neutral steps ----------------------------------------------------------------
     def start(
-        self, key: Hashable, call_id: str | None = None, tool_name: str | None = None
-    ) -> None:
+        self,
+        key: Hashable,
+        call_id: str | None = None,
+        tool_name: str | None = None,
+        *,
+        batch: object = None,
+    ) -> bool:
         """A tool call appears (or more of its identity arrives): ``key`` is its position in
-        the response; ``call_id`` the provider's tool call id; ``tool_name`` the tool."""
+        the response; ``call_id`` the provider's tool call id; ``tool_name`` the tool;
+        ``batch`` the response id, when the response has no event of its own that says it.
+        True when this identified a new call (its id and name are both known now)."""
         call = self._calls.get(key)
         if call is None:
             call = self._new(key)
-        if call.state != _PENDING:
-            return
+        elif call.state != _PENDING:
+            if not call_id or call_id == call.call_id or call.call_id is None:
+                return False
+            # The position is reused by another call (the next response of a multi-response
+            # stream): the earlier one's arguments were complete.
+            self._finish(call)
+            call = self._new(key)
         if call_id:
             call.call_id = call_id
         if tool_name:
             call.tool_name = tool_name
         if call.call_id is None or call.tool_name is None:
-            return
+            return False
+        if batch is not None:
+            self.response(batch)
         if not self._registry.is_label_bearing(call.tool_name):
             self._ignore(call)
-            return
+            return True
         call.state = _TAPPED
         call.reader = IntentStreamReader()
         STATS.add("tapped_calls")
@@ -220,6 +315,39 @@ class ToolCallTracker:
         buffered, call.buffer = call.buffer, None
         for piece in buffered or ():
             self.feed(key, piece)
+        return True
+
+    def whole(
+        self,
+        key: Hashable,
+        call_id: str,
+        tool_name: str,
+        arguments: str | bytes | Mapping[str, Any] | None,
+    ) -> None:
+        """A tool call that arrives in one piece (Gemini): one streaming row, written at first
+        sight with the whole intent. ``arguments``: its JSON text, or the parsed object."""
+        if key in self._calls:
+            old = self._calls[key]
+            if old.call_id == call_id:
+                return  # seen already (a provider that repeats a finished call)
+            self._finish(old)
+        call = self._new(key)
+        call.call_id, call.tool_name = call_id, tool_name
+        if not self._registry.is_label_bearing(tool_name):
+            self._ignore(call)
+            return
+        call.state = _TAPPED
+        STATS.add("tapped_calls")
+        if isinstance(arguments, Mapping):
+            arguments = json.dumps(arguments, ensure_ascii=False, default=str)
+        seen = IntentStreamReader().feed(arguments) if arguments else None
+        call.fed = bool(arguments)
+        complete = seen if seen is not None and seen.complete else None
+        call.seen = complete
+        self._finish(call)
+        if complete is not None:
+            self._tell(call, complete)
+        self._publish(call, complete.text if complete else None, first=True, final=True)
 
     def feed(self, key: Hashable, delta: str | bytes) -> None:
         """The next piece of the arguments of the call at ``key``."""
@@ -266,12 +394,46 @@ class ToolCallTracker:
             self.feed(key, arguments)
         self.end(key)
 
+    def end_id(self, call_id: str | None) -> None:
+        """The call whose provider id is ``call_id`` is complete (a framework's "tool called"
+        event: its arguments were whole)."""
+        if call_id:
+            for call in self._calls.values():
+                if call.call_id == call_id:
+                    self._finish(call)
+
     def end_all(self, group: Hashable = None) -> None:
         """End every call, or (``group`` given) those keyed by a tuple that starts with it
         (the calls of one choice of a Chat Completions response)."""
         for key, call in self._calls.items():
             if group is None or (isinstance(key, tuple) and key and key[0] == group):
                 self._finish(call)
+
+    def supersede(self, group: Hashable, index: int) -> None:
+        """Chat Completions: the call at index ``index`` of choice ``group`` started, so the
+        choice's earlier calls' arguments are complete (their tool may run now)."""
+        self.tops[group] = index
+        for key, call in self._calls.items():
+            if (
+                isinstance(key, tuple)
+                and len(key) == 2  # pyright: ignore[reportUnknownArgumentType]
+                and key[0] == group
+                and isinstance(key[1], int)
+                and key[1] < index
+            ):
+                call.superseded = True
+
+    def fail(self, reason: str) -> None:
+        """The provider reported an error (an ``error`` event, a failed or incomplete
+        response): calls left incomplete are abandoned with ``reason`` when the stream ends."""
+        if self._failure is None:
+            self._failure = _describe(reason)
+
+    def response(self, response_id: object) -> None:
+        """A (new) response of the stream starts: its id is the batch of its calls (unless
+        a batch was given)."""
+        if self._context.batch_id is None and isinstance(response_id, str) and response_id:
+            self.batch_id = response_id
 
     def _new(self, key: Hashable) -> _Call:
         call = self._calls[key] = _Call()
@@ -292,6 +454,7 @@ class ToolCallTracker:
     def _finish(self, call: _Call) -> None:
         call.ended = True
         call.reader = None
+        call.pending = None
         if call.state == _PENDING:
             self._ignore(call)  # its arguments ended before we learnt what it is
         self._retire(call)
@@ -299,29 +462,40 @@ class ToolCallTracker:
     def close(self, error: BaseException | None = None, *, early: bool = False) -> None:
         """The stream is over (``error``: it failed; ``early``: the application stopped
         reading). Calls whose arguments never completed are settled as ``abandoned``
-        (``TapOptions.abandon_incomplete``). Idempotent; never raises."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            if not self._abandon:
+        (``TapOptions.abandon_incomplete``) with the reason in ``error`` (the provider's
+        message when it sent one). Idempotent; never raises."""
+        with self._lock:
+            if self._closed:
                 return
+            self._closed = True
+        try:
             if error is not None:
-                why = (
-                    f"the stream failed before the arguments were complete: {type(error).__name__}"
-                )
+                why = f"the stream failed before the arguments were complete: {_describe(error)}"
+            elif self._failure is not None:
+                why = f"the provider stopped before the arguments were complete: {self._failure}"
             elif early:
                 why = "the stream was closed before the arguments were complete"
             else:
                 why = "the stream ended before the arguments were complete"
+            interleaved = self.interleaved
             for call in self._calls.values():
-                if call.state == _TAPPED and not call.ended and call.wrote:
-                    seen = call.seen
-                    text = seen.text if seen is not None else None
-                    if seen is not None and not seen.complete and self._whole_words:
-                        text = _hold_back(seen.text)
+                call.pending = None
+                if call.state != _TAPPED or call.ended or not call.wrote:
+                    continue
+                if call.superseded and not interleaved:
+                    continue  # a later call started: these arguments were complete
+                seen = call.seen
+                text = seen.text if seen is not None else None
+                if seen is not None and not seen.complete:
+                    # what the model wrote, but for a trailing part that could be a secret
+                    text = self._visible(call, seen.text, words=False)
+                    if text is None:
+                        text = seen.text[: call.shown] or None
+                if self._abandon:
                     self._publish(call, text, status=Status.ABANDONED, error=why)
                     STATS.add("abandoned")
+                elif text:
+                    self._publish(call, text)  # what the flusher had pending
         except Exception as exc:
             STATS.error("internal_errors", "ToolCallTracker.close", exc)
 
@@ -331,9 +505,7 @@ class ToolCallTracker:
         return self._closed
 
     # --- publishing ------------------------------------------------------------------------------
-    def _grew(self, call: _Call, result: StreamingIntent) -> None:
-        if not result.text and not result.complete:
-            return  # the opening quote: nothing to show yet
+    def _tell(self, call: _Call, result: StreamingIntent) -> None:
         callback = self._on_intent
         if callback is not None:
             try:
@@ -344,20 +516,99 @@ class ToolCallTracker:
                 )
             except Exception as exc:
                 STATS.error("callback_errors", "the on_intent callback", exc)
+
+    def _grew(self, call: _Call, result: StreamingIntent) -> None:
+        if not result.text and not result.complete:
+            return  # the opening quote: nothing to show yet
+        if self._on_intent is not None:
+            self._tell(call, result)
         if self._recorder is None:
             return
         if result.complete:
-            self._publish(call, result.text, final=True)
+            with self._lock:
+                call.pending = None
+                self._publish(call, result.text, final=True)
             return
         if call.updates >= self._max_updates:
             return
         now = self._clock()
-        if now - call.last_t < self._interval:
+        if now - call.last_t >= self._interval:
+            with self._lock:
+                call.pending = None
+                text = self._visible(call, result.text, words=self._whole_words)
+                if text and self._publish(call, text):
+                    call.shown = len(text)
+                    call.updates += 1
+                    call.last_t = now
+            if call.shown >= len(result.text) or call.updates >= self._max_updates:
+                return
+        if not self._flushes:
             return
-        text = _hold_back(result.text) if self._whole_words else result.text
-        if text and self._publish(call, text):
-            call.updates += 1
-            call.last_t = now
+        # Held back (too soon after the last write, or a word still being written): if the
+        # model pauses here, the flusher shows it once the interval has passed with no delta.
+        call.pending = result
+        call.seen_t = now
+        call.seen_at = time.monotonic()
+        if not call.scheduled:
+            with self._lock:
+                if not call.scheduled and not self._closed:
+                    call.scheduled = True
+                    FLUSHER.schedule(self._interval, self, call)
+
+    def _visible(self, call: _Call, text: str, *, words: bool) -> str | None:
+        """What of a growing intent may be published now, or None when nothing new: ``text``
+        cut before any trailing part that could still become a secret under the policy's
+        rules (``redaction.secret_tail``: a half-written token, the groups of a spaced card
+        number so far), and, with ``words``, before a word still being written (a trailing
+        run of printable ASCII). Never shorter than what was published already."""
+        cut = len(text)
+        if words:
+            m = _TRAILING_TOKEN.search(text)
+            if m is not None:
+                cut = m.start()
+        key = cut * 2 + words
+        if key != call.held_at:  # a new candidate (the text only grows: check its new part)
+            call.held_at = key
+            scrub = self._policy.scrubbing
+            at = cut
+            while True:
+                tail = secret_tail(text[:at], min(call.clean, at), scrub)
+                if tail >= at:
+                    break
+                at = tail
+                if words:  # back to the start of the word the secret would begin in
+                    m = _TRAILING_TOKEN.search(text, 0, at)
+                    if m is not None:
+                        at = m.start()
+            call.clean = max(call.clean, at)
+            call.visible = at
+        if call.visible <= call.shown:
+            return None
+        return text[: call.visible]
+
+    def _flush(self, call: _Call) -> None:
+        """The flusher's turn (its thread): if no delta came for the interval, publish the
+        growth that was held back, all of it but what could still become a secret."""
+        try:
+            with self._lock:
+                call.scheduled = False
+                pending = call.pending
+                if pending is None or self._closed or call.ended:
+                    return
+                if call.updates >= self._max_updates:
+                    return
+                idle = time.monotonic() - call.seen_at
+                if idle < self._interval * 0.95:  # the stream goes on: look again later
+                    call.scheduled = True
+                    FLUSHER.schedule(self._interval - idle, self, call)
+                    return
+                text = self._visible(call, pending.text, words=False)
+                if text and self._publish(call, text):
+                    call.shown = len(text)
+                    call.updates += 1
+                    call.last_t = call.seen_t + self._interval
+        except Exception as exc:
+            STATS.error("internal_errors", "ToolCallTracker._flush", exc)
 
     def _publish(
         self,

@@ -90,8 +90,54 @@ async def _atapped(events: AsyncIterator[T], tracker: ToolCallTracker) -> AsyncI
     tracker.close()
 
 
-def _tap_in_place(stream: Any, make: Callable[[], ToolCallTracker]) -> bool:
-    """Replace ``stream._iterator`` by a pass-through generator; False when it has none."""
+def _finish(events: Any, tracker: ToolCallTracker) -> None:
+    """The application closed the stream: close our generator, so that the last event it
+    received is read and the tracker closes (``early``); directly if the generator is busy."""
+    try:
+        events.close()
+    except Exception:  # running in another thread: the tracker itself, then
+        tracker.close(early=True)
+
+
+async def _afinish(events: Any, tracker: ToolCallTracker) -> None:
+    try:
+        await events.aclose()
+    except Exception:  # being awaited by another task
+        tracker.close(early=True)
+
+
+def _hook_close(holder: Any, events: Any, tracker: ToolCallTracker) -> None:
+    """Make ``holder.close()`` (also what ``with stream:`` calls on exit) finish the tap, there
+    and then: without it a closed stream's calls stay "writing…" until a garbage collection."""
+    try:
+        original = getattr(holder, "close", None)
+        if original is None or not callable(original):
+            return
+        if inspect.iscoroutinefunction(original):
+
+            async def aclose(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return await original(*args, **kwargs)
+                finally:
+                    await _afinish(events, tracker)
+
+            holder.close = aclose
+        else:
+
+            def close(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    _finish(events, tracker)
+
+            holder.close = close
+    except Exception:  # a stream that takes no attribute: it is still tapped, closed at GC
+        return
+
+
+def _tap_in_place(stream: Any, make: Callable[[], ToolCallTracker], also: Any = None) -> bool:
+    """Replace ``stream._iterator`` by a pass-through generator; False when it has none.
+    ``stream.close`` (and ``also.close``: the helper stream around it) then finish the tap."""
     try:
         events = getattr(stream, "_iterator", None)
     except Exception:
@@ -100,10 +146,11 @@ def _tap_in_place(stream: Any, make: Callable[[], ToolCallTracker]) -> bool:
         return False
     if events in _TAPPED:
         return True
+    tracker = make()
     if hasattr(events, "__anext__"):
-        tapped: Any = _atapped(events, make())
+        tapped: Any = _atapped(events, tracker)
     elif hasattr(events, "__next__"):
-        tapped = _tapped(events, make())
+        tapped = _tapped(events, tracker)
     else:
         return False
     try:
@@ -111,6 +158,9 @@ def _tap_in_place(stream: Any, make: Callable[[], ToolCallTracker]) -> bool:
     except Exception:
         return False
     _TAPPED.add(tapped)
+    _hook_close(stream, tapped, tracker)
+    if also is not None and also is not stream:
+        _hook_close(also, tapped, tracker)
     return True
 
 
@@ -125,7 +175,7 @@ def _tap(obj: Any, make: Callable[[], ToolCallTracker]) -> Any:
     if inspect.isawaitable(obj) and not hasattr(obj, "__aiter__"):
         return _await_and_tap(obj, make)
     raw = getattr(obj, "_raw_stream", None)
-    if raw is not None and _tap_in_place(raw, make):
+    if raw is not None and _tap_in_place(raw, make, also=obj):
         return obj
     if _tap_in_place(obj, make):
         return obj
@@ -183,6 +233,26 @@ class TappedStream:
 
     async def __aexit__(self, *exc: object) -> Any:
         return await self._stream.__aexit__(*exc)
+
+    def close(self) -> Any:
+        """Finish the tap (the calls left incomplete are abandoned), then close the stream."""
+        events = self._events
+        if events is not None and hasattr(events, "close"):
+            _finish(events, self._tracker)
+        else:
+            self._tracker.close(early=True)
+        inner = getattr(self._stream, "close", None)
+        return inner() if callable(inner) else None
+
+    async def aclose(self) -> Any:
+        """``close`` for an async stream (``await stream.aclose()``)."""
+        events = self._events
+        if events is not None and hasattr(events, "aclose"):
+            await _afinish(events, self._tracker)
+        else:
+            self._tracker.close(early=True)
+        inner: Callable[[], Awaitable[Any]] | None = getattr(self._stream, "aclose", None)
+        return await inner() if inner is not None else None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
