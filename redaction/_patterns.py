@@ -14,9 +14,11 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import product
 from typing import Final
 
 # --------------------------------------------------------------------------------------------
@@ -98,6 +100,108 @@ class ValueRule:
     requires: str = ""
     """Characters one of which must also occur in the string (``:=`` for assignments)."""
     description: str = field(default="", compare=False)
+    anchors: tuple[Anchor, ...] = field(default=(), compare=False)
+    """Where a match can start, for a multi-pattern engine (see ``Anchor``)."""
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A rule's candidate finder for a multi-pattern engine (Hyperscan, Vectorscan).
+
+    ``pattern`` is a Hyperscan expression over the UTF-8 bytes of the text, without look-around,
+    that matches a prefix of every match of the rule (a superset: it may match where the rule
+    does not). The engine reports where a match of it *ends*; the rule is then tried only at the
+    candidate starts that end implies, and those must include every position where the rule's
+    regex matches:
+
+    * ``length`` > 0: the anchor always spans ``length`` characters; the one candidate is
+      ``end - length``;
+    * ``whole``: the rule runs over the whole string, as the pure-Python path runs it;
+    * otherwise the candidates are the matches of ``starts`` (a Python regex) in the ``back``
+      characters before ``end`` (before the final ``:``/``=``, the blanks and the one quote in
+      front of it, when ``skip`` is set).
+    """
+
+    pattern: str
+    """Hyperscan syntax; non-ASCII characters as ``\\xHH`` UTF-8 byte escapes."""
+    length: int = 0
+    back: int = 0
+    starts: re.Pattern[str] | None = None
+    skip: bool = False
+    whole: bool = False
+    caseless: bool = False
+    """Compiled case-insensitively (ASCII letters; look-alikes are anchors of their own)."""
+
+
+# Characters that Python's case-insensitive matching (and ``str.lower``) takes for an ASCII
+# letter: ``(?i:basic)`` matches "baſic", ``(?i:pin)`` matches "pİn". A test derives the table
+# again from the whole Unicode range.
+CASE_VARIANTS: Final[dict[str, tuple[str, ...]]] = {
+    "i": ("\u0130", "\u0131"),
+    "k": ("\u212a",),
+    "s": ("\u017f",),
+}
+
+# The non-ASCII characters that Python's ``\d`` matches (Unicode 14.0, Python 3.11); other
+# Unicode versions compute theirs (a test checks the table).
+_ND_RANGES_14: Final = (
+    (0x660, 0x669), (0x6F0, 0x6F9), (0x7C0, 0x7C9), (0x966, 0x96F), (0x9E6, 0x9EF),
+    (0xA66, 0xA6F), (0xAE6, 0xAEF), (0xB66, 0xB6F), (0xBE6, 0xBEF), (0xC66, 0xC6F),
+    (0xCE6, 0xCEF), (0xD66, 0xD6F), (0xDE6, 0xDEF), (0xE50, 0xE59), (0xED0, 0xED9),
+    (0xF20, 0xF29), (0x1040, 0x1049), (0x1090, 0x1099), (0x17E0, 0x17E9), (0x1810, 0x1819),
+    (0x1946, 0x194F), (0x19D0, 0x19D9), (0x1A80, 0x1A89), (0x1A90, 0x1A99), (0x1B50, 0x1B59),
+    (0x1BB0, 0x1BB9), (0x1C40, 0x1C49), (0x1C50, 0x1C59), (0xA620, 0xA629), (0xA8D0, 0xA8D9),
+    (0xA900, 0xA909), (0xA9D0, 0xA9D9), (0xA9F0, 0xA9F9), (0xAA50, 0xAA59), (0xABF0, 0xABF9),
+    (0xFF10, 0xFF19), (0x104A0, 0x104A9), (0x10D30, 0x10D39), (0x11066, 0x1106F),
+    (0x110F0, 0x110F9), (0x11136, 0x1113F), (0x111D0, 0x111D9), (0x112F0, 0x112F9),
+    (0x11450, 0x11459), (0x114D0, 0x114D9), (0x11650, 0x11659), (0x116C0, 0x116C9),
+    (0x11730, 0x11739), (0x118E0, 0x118E9), (0x11950, 0x11959), (0x11C50, 0x11C59),
+    (0x11D50, 0x11D59), (0x11DA0, 0x11DA9), (0x16A60, 0x16A69), (0x16AC0, 0x16AC9),
+    (0x16B50, 0x16B59), (0x1D7CE, 0x1D7FF), (0x1E140, 0x1E149), (0x1E2F0, 0x1E2F9),
+    (0x1E950, 0x1E959), (0x1FBF0, 0x1FBF9),
+)  # fmt: skip
+
+
+@lru_cache(maxsize=1)
+def non_ascii_digits() -> tuple[str, ...]:
+    """Every non-ASCII character Python's ``\\d`` matches (this interpreter's Unicode)."""
+    if unicodedata.unidata_version == "14.0.0":
+        return tuple(chr(c) for lo, hi in _ND_RANGES_14 for c in range(lo, hi + 1))
+    return tuple(chr(c) for c in range(128, 0x110000) if chr(c).isdecimal())
+
+
+NON_ASCII_DIGIT: Final = "<non-ASCII digit>"
+"""An anchor pattern the engine expands to every non-ASCII ``\\d`` character (on first use)."""
+
+
+def hs_text(text: str) -> str:
+    """``text`` as a literal Hyperscan expression (non-ASCII as UTF-8 byte escapes)."""
+    out: list[str] = []
+    for ch in text:
+        if ch.isascii() and ch.isalnum():
+            out.append(ch)
+        elif ch.isascii():
+            out.append("\\" + ch)
+        else:
+            out.append("".join(f"\\x{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
+    return "".join(out)
+
+
+def spellings(text: str) -> list[str]:
+    """``text`` and its spellings with the look-alikes of ``CASE_VARIANTS`` (plain first)."""
+    options = [(ch, *CASE_VARIANTS.get(ch.lower(), ())) if ch.isascii() else (ch,) for ch in text]
+    return ["".join(p) for p in product(*options)]
+
+
+def _lits(*texts: str) -> tuple[Anchor, ...]:
+    return tuple(Anchor(hs_text(t), length=len(t)) for t in texts)
+
+
+def _ci(*texts: str) -> tuple[Anchor, ...]:
+    """Anchors for ``(?i:text)``: case-insensitive, and one per look-alike spelling."""
+    return tuple(
+        Anchor(hs_text(v), length=len(t), caseless=True) for t in texts for v in spellings(t)
+    )
 
 
 def _luhn(digits: str) -> bool:
@@ -170,6 +274,45 @@ def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(pattern, flags)
 
 
+_ASSIGNMENT_KEYWORDS: Final = (
+    *("pass", "pwd", "secret", "token", "auth", "key", "cookie", "cred", "pin"),
+    *("otp", "ssn", "cvv", "cvc"),
+)
+_SCHEME_ANCHOR: Final = Anchor(
+    r"[A-Za-z][A-Za-z0-9+.\-]{0,30}:\/\/", back=34, starts=re.compile(r"[A-Za-z]")
+)
+# the keyword, then key characters, an optional quote, blanks and ':' or '=' (the key part is
+# at most 6 + 40 characters: the rule's own bound)
+_ASSIGNMENT_ANCHORS: Final = tuple(
+    Anchor(
+        hs_text(v) + r"[A-Za-z0-9_.\-]*[\"']?[ \t]*[:=]",
+        back=46,
+        starts=re.compile("(?=(?i:" + "|".join(_ASSIGNMENT_KEYWORDS) + "))"),
+        skip=True,
+        caseless=True,
+    )
+    for k in _ASSIGNMENT_KEYWORDS
+    for v in spellings(k)
+)
+# ASCII digits here; a string with a non-ASCII digit runs the digit rules as a whole
+_WIDE_DIGITS: Final = Anchor(NON_ASCII_DIGIT, whole=True)
+_CARD_ANCHORS: Final = (
+    Anchor(r"[2-6](?:[ \-]?[0-9]){12}", back=25, starts=re.compile("[2-6]")),
+    _WIDE_DIGITS,
+)
+_EMAIL_ANCHOR: Final = Anchor(
+    r"@[A-Za-z0-9\-]", back=66, starts=re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]")
+)
+_PHONE_ANCHORS: Final = (
+    Anchor(
+        r"(?:\([0-9]{3}\) ?|[0-9]{3}[.\-])[0-9]{3}[.\-][0-9]{4}",
+        back=19,
+        starts=re.compile(r"[+(\d]"),
+    ),
+    Anchor(r"\+[1-9]", length=2),
+    _WIDE_DIGITS,
+)
+
 # Order matters only for overlapping matches: overlapping spans are merged and labelled by the
 # rule that starts first.
 VALUE_RULES: Final[tuple[ValueRule, ...]] = (
@@ -181,12 +324,14 @@ VALUE_RULES: Final[tuple[ValueRule, ...]] = (
             r"|PuTTY-User-Key-File-\d+:[\s\S]*?(?:Private-MAC: *[0-9a-fA-F]+|\Z)"
         ),
         ("PRIVATE KEY", "PuTTY-User-Key-File"),
+        anchors=_lits("-----BEGIN", "PuTTY-User-Key-File-"),
         description="PEM/OpenSSH/PGP private key blocks (to the end of the text when truncated)",
     ),
     ValueRule(
         "jwt",
         _r(_NB + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*" + _NA),
         ("eyJ",),
+        anchors=_lits("eyJ"),
         description="JSON Web Tokens (header.payload.signature, base64url)",
     ),
     ValueRule(
@@ -195,6 +340,7 @@ VALUE_RULES: Final[tuple[ValueRule, ...]] = (
         ("bearer",),
         secret="secret",
         validator=_bearer_ok,
+        anchors=_ci("bearer"),
         description="`Bearer <token>` (the token)",
     ),
     ValueRule(
@@ -203,12 +349,14 @@ VALUE_RULES: Final[tuple[ValueRule, ...]] = (
         ("basic",),
         secret="secret",
         validator=_basic_ok,
+        anchors=_ci("basic"),
         description="`Basic <base64 user:password>` (decoded and checked for `:`)",
     ),
     ValueRule(
         "aws_access_key",
         _r(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Z0-9])"),
         ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+        anchors=(Anchor("(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])", length=4),),
         description="AWS access key ids (`AKIA…`, `ASIA…`)",
     ),
     ValueRule(
@@ -218,12 +366,14 @@ VALUE_RULES: Final[tuple[ValueRule, ...]] = (
             r"(?![A-Za-z0-9_])"
         ),
         ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        anchors=(Anchor("gh[pousr]_", length=4), *_lits("github_pat_")),
         description="GitHub tokens (`ghp_`, `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`)",
     ),
     ValueRule(
         "gitlab_token",
         _r(_NB + r"(?:glpat|gldt|glft|glsoat|glrt|glcbt|glptt)-[A-Za-z0-9_-]{20,64}" + _NA),
         ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "glcbt-", "glptt-"),
+        anchors=_lits("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "glcbt-", "glptt-"),
         description="GitLab tokens (`glpat-`, …)",
     ),
     ValueRule(
@@ -233,24 +383,28 @@ VALUE_RULES: Final[tuple[ValueRule, ...]] = (
             r"|https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{8,}"
         ),
         ("xox", "hooks.slack.com"),
+        anchors=(Anchor("xox[abposre]-", length=5), *_lits("https://hooks.slack.com/")),
         description="Slack tokens (`xoxb-`, `xoxp-`, …) and webhook URLs",
     ),
     ValueRule(
         "stripe_key",
         _r(r"(?<![A-Za-z0-9])(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})"),
         ("_live_", "_test_", "whsec_"),
+        anchors=(Anchor("[sr]k_(?:live|test)_", length=8), *_lits("whsec_")),
         description="Stripe secret/restricted keys and webhook secrets",
     ),
     ValueRule(
         "anthropic_key",
         _r(_NB + r"sk-ant-[A-Za-z0-9_-]{20,}"),
         ("sk-ant-",),
+        anchors=_lits("sk-ant-"),
         description="Anthropic API keys (`sk-ant-…`)",
     ),
     ValueRule(
         "langfuse_key",
         _r(_NB + r"sk-lf-[A-Za-z0-9-]{8,}"),
         ("sk-lf-",),
+        anchors=_lits("sk-lf-"),
         description="Langfuse secret keys (`sk-lf-…`)",
     ),
     ValueRule(
@@ -258,12 +412,14 @@ VALUE_RULES: Final[tuple[ValueRule, ...]] = (
         _r(_NB + r"sk-(?!ant-|lf-)(?:proj-|svcacct-|admin-)?(?P<secret>[A-Za-z0-9_-]{20,})"),
         ("sk-",),
         validator=_digit_in_secret,
+        anchors=_lits("sk-"),
         description="OpenAI-style keys (`sk-…`, `sk-proj-…`; at least one digit)",
     ),
     ValueRule(
         "google_api_key",
         _r(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}" + _NA),
         ("AIza",),
+        anchors=_lits("AIza"),
         description="Google API keys (`AIza…`)",
     ),
     ValueRule(
@@ -271,24 +427,28 @@ VALUE_RULES: Final[tuple[ValueRule, ...]] = (
         _r(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9_])"),
         ("hf_",),
         validator=_digit_in_secret,
+        anchors=_lits("hf_"),
         description="Hugging Face tokens (`hf_…`)",
     ),
     ValueRule(
         "sendgrid_key",
         _r(r"(?<![A-Za-z0-9])SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{30,64}" + _NA),
         ("SG.",),
+        anchors=_lits("SG."),
         description="SendGrid API keys (`SG.x.y`)",
     ),
     ValueRule(
         "pypi_token",
         _r(r"(?<![A-Za-z0-9])pypi-AgE[A-Za-z0-9_-]{50,}"),
         ("pypi-AgE",),
+        anchors=_lits("pypi-AgE"),
         description="PyPI upload tokens",
     ),
     ValueRule(
         "npm_token",
         _r(r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9_])"),
         ("npm_",),
+        anchors=_lits("npm_"),
         description="npm access tokens (`npm_…`)",
     ),
     ValueRule(
@@ -296,6 +456,7 @@ VALUE_RULES: Final[tuple[ValueRule, ...]] = (
         _r(r"[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s/:@?#\"'<>]*:(?P<secret>[^\s@/?#\"'<>]+)@"),
         ("://",),
         secret="secret",
+        anchors=(_SCHEME_ANCHOR,),
         description="passwords in URLs and connection strings (`scheme://user:PASSWORD@host`)",
     ),
     ValueRule(
@@ -306,13 +467,11 @@ VALUE_RULES: Final[tuple[ValueRule, ...]] = (
             r"[A-Za-z0-9_.-]{0,40})[\"']?[ \t]*[:=][ \t]*[\"']?"
             r"(?P<secret>(?:(?i:bearer|basic|token|bot)[ \t]+)?[^\s\"',;&)}\]]{3,})"
         ),
-        (
-            *("pass", "pwd", "secret", "token", "auth", "key", "cookie", "cred", "pin"),
-            *("otp", "ssn", "cvv", "cvc"),
-        ),
+        _ASSIGNMENT_KEYWORDS,
         secret="secret",
         validator=_assignment_ok,
         requires=":=",
+        anchors=_ASSIGNMENT_ANCHORS,
         description="`<sensitive key>=value` / `<sensitive key>: value` inside text "
         "(the key is judged by the key-name rule)",
     ),
@@ -322,6 +481,7 @@ VALUE_RULES: Final[tuple[ValueRule, ...]] = (
         _r(r"(?<![A-Za-z0-9_.-])[2-6](?:[ -]?\d){12,18}(?![A-Za-z0-9_])"),
         None,  # needs a digit run; the prefilter is _DIGIT_RUN below
         validator=_card_ok,
+        anchors=_CARD_ANCHORS,
         description="payment card numbers (13-19 digits, issuer prefix 2-6, Luhn-checked)",
     ),
     ValueRule(
@@ -332,6 +492,7 @@ VALUE_RULES: Final[tuple[ValueRule, ...]] = (
         ),
         ("@",),
         optional=True,
+        anchors=(_EMAIL_ANCHOR,),
         description="email addresses (off by default: `[scrub] emails = true`)",
     ),
     ValueRule(
@@ -343,6 +504,7 @@ VALUE_RULES: Final[tuple[ValueRule, ...]] = (
         None,
         validator=_phone_ok,
         optional=True,
+        anchors=_PHONE_ANCHORS,
         description="phone numbers (off by default: `[scrub] phones = true`)",
     ),
 )

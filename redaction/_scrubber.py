@@ -18,7 +18,21 @@ from decimal import Decimal
 from typing import Any, Final, Generic, TypeVar, cast
 from uuid import UUID
 
+from redaction._base import (
+    HMAC_PREFIX,
+    PLACEHOLDER_PREFIX,
+    CompiledRule,
+    Span,
+    TrailEntry,
+    finish,
+    placeholder,
+    render_path,
+    replaced,
+    run_rule,
+)
+from redaction._engine import ENGINE_CHOICES, EngineInfo, EngineUnavailable, resolve_choice
 from redaction._errors import PolicyError
+from redaction._fast import FastPath
 from redaction._patterns import (
     DIGIT_RULES,
     DIGIT_RUN,
@@ -31,28 +45,10 @@ from redaction._patterns import (
 
 T = TypeVar("T")
 
-PLACEHOLDER_PREFIX: Final = "[redacted:"
-HMAC_PREFIX: Final = "[hmac:"
 FIXED_REASONS: Final[tuple[str, ...]] = ("policy", "depth", "size", "error")
 """Placeholder reasons that are not patterns: a policy action, the depth/size bounds, a failure."""
 
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
-
-
-def placeholder(reason: str) -> str:
-    """The text that replaces a removed value: ``[redacted:<reason>]``."""
-    return f"{PLACEHOLDER_PREFIX}{reason}]"
-
-
-@dataclass(frozen=True)
-class TrailEntry:
-    """One removal: where (a JSON-path-like string) and why (a rule name). Never the value."""
-
-    path: str
-    """``$.user.password``, ``args.items[2]``, ``intent``, ..."""
-    rule: str
-    """A value-rule name (``jwt``), ``key:<category>`` (``key:password``), ``policy``,
-    ``depth``, ``size`` or a user pattern's name."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +97,11 @@ class ScrubOptions:
     """Longer strings become ``[redacted:size]``."""
     max_nodes: int = 200_000
     """Values visited per scrub; the rest become ``[redacted:size]``."""
+    engine: str | None = None
+    """``auto`` (Hyperscan when its wheel is installed, else pure Python), ``hyperscan``
+    (required: a policy error without it) or ``python`` (the pure-Python path, the reference
+    the fast path is tested against). ``None``: ``$INTENTRACE_SCRUB_ENGINE``, else ``auto``.
+    Every engine gives the same output and trail."""
 
 
 _CLEAN_TEXT_MAX_CHARS: Final = 256
@@ -111,38 +112,6 @@ _FAST_SCALARS: Final = frozenset({float, bool, type(None)})
 _BIG_INT: Final = 10**12
 """Integers this large are checked as text (card numbers)."""
 _PASS_TYPES = (bool, int, float, type(None), datetime, date, time, timedelta, UUID, Decimal)
-_PATH_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def render_path(path: Any) -> str:
-    """A path under construction, ``(("$", "a"), 0)``, as text: ``$.a[0]``.
-
-    Paths are nested tuples while walking and rendered only when a removal is recorded."""
-    parts: list[str | int] = []
-    while isinstance(path, tuple):
-        path, part = cast("tuple[Any, str | int]", path)
-        parts.append(part)
-    out = [cast(str, path)]
-    for part in reversed(parts):
-        if isinstance(part, int):
-            out.append(f"[{part}]")
-        elif _PATH_KEY.fullmatch(part):
-            out.append(f".{part}")
-        else:
-            out.append(f"[{json.dumps(part, ensure_ascii=False)}]")
-    return "".join(out)
-
-
-@dataclass(frozen=True)
-class _Rule:
-    name: str
-    regex: re.Pattern[str]
-    literals: tuple[str, ...] | None
-    digits: bool
-    secret: str | None
-    validator: Any
-    requires: str = ""
-    """Characters one of which must occur (cheap extra prefilter)."""
 
 
 class Scrubber:
@@ -156,7 +125,7 @@ class Scrubber:
                 raise PolicyError(
                     source, f"[scrub] disable[{i}]", f"unknown built-in pattern {name!r}"
                 )
-        rules: list[_Rule] = []
+        rules: list[CompiledRule] = []
         for r in VALUE_RULES:
             if r.name in options.disable:
                 continue
@@ -182,8 +151,8 @@ class Scrubber:
             if compiled.search("") is not None:
                 raise PolicyError(source, entry, "regex matches the empty string")
             lits = tuple(p.literals) or None
-            rules.append(_Rule(p.name, compiled, lits, False, None, None))
-        self._rules: tuple[_Rule, ...] = tuple(rules)
+            rules.append(CompiledRule(p.name, compiled, lits, False, None, None))
+        self._rules: tuple[CompiledRule, ...] = tuple(rules)
         self._build_prefilter()
         key_source = KEY_RULE_SOURCE
         for i, k in enumerate(options.keys):
@@ -214,8 +183,32 @@ class Scrubber:
         ):
             if value < 1:
                 raise PolicyError(source, f"[scrub] {name}", "must be a positive integer")
+        choice = resolve_choice(options.engine)
+        if choice not in ENGINE_CHOICES:
+            raise PolicyError(
+                source, "[scrub] engine", f"{choice!r} is not one of {', '.join(ENGINE_CHOICES)}"
+            )
+        self._fast: FastPath | None = None
+        self.engine: EngineInfo
+        """Which engine finds the candidates (see ``stats``)."""
+        try:
+            self._fast, self.engine = FastPath.build(self, choice)
+        except EngineUnavailable as exc:
+            raise PolicyError(
+                source, "[scrub] engine", f"hyperscan cannot run here: {exc}"
+            ) from None
 
     # -- public helpers used by the policy -------------------------------------------------
+
+    @property
+    def rules(self) -> tuple[CompiledRule, ...]:
+        """The value rules that run: the enabled built-ins in order, then the user's."""
+        return self._rules
+
+    @property
+    def placeholders(self) -> re.Pattern[str]:
+        """Matches every placeholder and HMAC form this scrubber can write."""
+        return self._placeholder
 
     def is_placeholder(self, text: str) -> bool:
         """``text`` is exactly one placeholder or HMAC form (left as it is on a second pass)."""
@@ -237,20 +230,39 @@ class Scrubber:
 
     def scrub(self, value: Any, root: str = "$") -> tuple[Any, list[TrailEntry]]:
         """Scrub any JSON-like value; returns the new value and the trail."""
+        if self._fast is not None:
+            result = self._fast.scrub(value, root, text=False)
+            if result is not None:
+                return result
         walker = _Walker(self)
         out = walker.walk(value, root, 0)
         return out, walker.trail
 
     def scrub_text(self, text: str, path: str = "$") -> tuple[str, list[TrailEntry]]:
         """Scrub one string (JSON inside it included)."""
+        if self._fast is not None:
+            result = self._fast.scrub(text, path, text=True)
+            if result is not None:
+                return result
         walker = _Walker(self)
         out = walker.text(text, path, 0)
         return out, walker.trail
 
+    def stats(self) -> dict[str, str]:
+        """Which engine scrubs (``engine``: ``hyperscan`` or ``python``) and why
+        (``engine_detail``: its version, or the reason for the pure-Python path)."""
+        return {"engine": self.engine.name, "engine_detail": self.engine.detail}
+
     # -- text -------------------------------------------------------------------------------
 
-    def find(self, s: str) -> list[tuple[int, int, str]]:
+    def find(self, s: str) -> list[Span]:
         """Spans ``(start, end, rule)`` to replace in ``s`` (merged, outside placeholders)."""
+        if self._fast is not None:
+            return self._fast.find(s)
+        return self.find_python(s)
+
+    def find_python(self, s: str) -> list[Span]:
+        """``find`` by the pure-Python path: every rule whose literal occurs runs its regex."""
         rules = self._rules
         clean = self._clean_texts
         if s in clean:
@@ -276,36 +288,16 @@ class Scrubber:
         if not todo:
             self._remember_clean(s)
             return []
-        spans: list[tuple[int, int, str]] = []
+        spans: list[Span] = []
         for idx in sorted(todo):
             rule = rules[idx]
             if rule.requires and not any(c in s for c in rule.requires):
                 continue
-            validator = rule.validator
-            for m in rule.regex.finditer(s):
-                if validator is not None and not validator(s, m):
-                    continue
-                a, b = m.span(rule.secret) if rule.secret is not None else m.span()
-                if a < b:
-                    spans.append((a, b, rule.name))
+            run_rule(rule, s, spans)
         if not spans:
             self._remember_clean(s)
             return spans
-        if PLACEHOLDER_PREFIX in s or HMAC_PREFIX in s:
-            protected = [m.span() for m in self._placeholder.finditer(s)]
-            if protected:
-                spans = [
-                    sp for sp in spans if not any(sp[0] < pe and ps < sp[1] for ps, pe in protected)
-                ]
-        spans.sort()
-        merged: list[tuple[int, int, str]] = []
-        for a, b, name in spans:
-            if merged and a < merged[-1][1]:
-                pa, pb, pname = merged[-1]
-                merged[-1] = (pa, max(pb, b), pname)
-            else:
-                merged.append((a, b, name))
-        return merged
+        return finish(s, spans, self._placeholder)
 
     def clear_caches(self) -> None:
         """Forget the remembered clean keys and strings (benchmarks measure cold scrubbing)."""
@@ -370,9 +362,16 @@ def _trie_regex(words: list[str]) -> str:
     return emit(trie)
 
 
-def _from_builtin(r: ValueRule) -> _Rule:
-    return _Rule(
-        r.name, r.regex, r.literals, r.name in DIGIT_RULES, r.secret, r.validator, r.requires
+def _from_builtin(r: ValueRule) -> CompiledRule:
+    return CompiledRule(
+        r.name,
+        r.regex,
+        r.literals,
+        r.name in DIGIT_RULES,
+        r.secret,
+        r.validator,
+        r.requires,
+        builtin=True,
     )
 
 
@@ -504,12 +503,6 @@ class _Walker:
         spans = self.s.find(s)
         if not spans:
             return s
-        parts: list[str] = []
-        pos = 0
-        for a, b, name in spans:
-            parts.append(s[pos:a])
-            parts.append(placeholder(name))
-            self.trail.append(TrailEntry(render_path(path), name))
-            pos = b
-        parts.append(s[pos:])
-        return "".join(parts)
+        entry = render_path(path)
+        self.trail.extend(TrailEntry(entry, name) for _, _, name in spans)
+        return replaced(s, spans)

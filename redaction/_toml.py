@@ -27,6 +27,7 @@ _SCRUB = frozenset(
         "max_depth",
         "max_string_chars",
         "max_nodes",
+        "engine",
     }
 )
 _PATTERN = frozenset({"name", "regex", "literals"})
@@ -117,7 +118,15 @@ def _scrub(value: object, source: str) -> ScrubOptions:
         max_depth=_int(t, "max_depth", defaults.max_depth, source, "[scrub]"),
         max_string_chars=_int(t, "max_string_chars", defaults.max_string_chars, source, "[scrub]"),
         max_nodes=_int(t, "max_nodes", defaults.max_nodes, source, "[scrub]"),
+        engine=_engine(t, source),
     )
+
+
+def _engine(t: Mapping[str, Any], source: str) -> str | None:
+    value = t.get("engine")
+    if value is not None and not isinstance(value, str):
+        raise PolicyError(source, "[scrub] engine", "must be a string")
+    return value
 
 
 def policy_fields_from_toml(text: str, *, source: str = "<string>") -> dict[str, Any]:

@@ -11,3 +11,7 @@ INTENTRACE_REDACTION_POLICY = "INTENTRACE_REDACTION_POLICY"
 
 INTENTRACE_REDACTION_HASH_KEY = "INTENTRACE_REDACTION_HASH_KEY"
 """Key for the ``hash`` redaction action (HMAC-SHA256). Required when a rule uses ``hash``."""
+
+INTENTRACE_SCRUB_ENGINE = "INTENTRACE_SCRUB_ENGINE"
+"""Secret-scrubber engine: ``auto`` (Hyperscan when installed, else pure Python), ``hyperscan``
+(required) or ``python`` (the pure-Python path). ``[scrub] engine`` in a policy wins."""

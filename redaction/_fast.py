@@ -1,0 +1,521 @@
+"""The fast path: candidates from the multi-pattern engine, confirmed by the exact rules.
+
+``FastPath.find`` gives what ``Scrubber.find_python`` gives, by another route: the automaton
+scans the text's UTF-8 bytes once; each anchor match implies the positions where its rule may
+start (``redaction._patterns.Anchor``); the rule's own regex is tried only there, in order, as
+``finditer`` would find them (a superset of the start positions, tried left to right, skipping
+those inside the previous match, gives ``finditer``'s matches exactly). The literal and digit
+prefilters of the Python path are applied as they are, so both paths run the same rules.
+
+``FastPath.scrub`` walks a value like the Python walker (same node budget, depth bound, key
+rule, JSON inside strings, trail order) but collects the strings instead of scanning each: one
+scan over all of them joined, then only the strings with a candidate are confirmed and patched
+in. What it does not handle (bytes, sets, ``str`` subclasses, arbitrary objects, two keys that
+scrub to the same text) it leaves to the Python walker, which then does the whole call.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_right
+from collections.abc import Mapping
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any, Final, cast
+from uuid import UUID
+
+from redaction._base import (
+    CompiledRule,
+    Span,
+    TrailEntry,
+    finish,
+    placeholder,
+    render_path,
+    replaced,
+    run_rule,
+)
+from redaction._engine import Automaton, EngineInfo, automaton
+from redaction._patterns import (
+    DIGIT_RUN,
+    NON_ASCII_DIGIT,
+    VALUE_RULES,
+    Anchor,
+    hs_text,
+    non_ascii_digits,
+    spellings,
+)
+
+if TYPE_CHECKING:
+    from redaction._scrubber import Scrubber
+
+_SEP: Final = "\x00"
+"""Joins the strings of one scan; no anchor can match across it."""
+_BIG_INT: Final = 10**12
+_FAST_SCALARS: Final = frozenset({float, bool, type(None)})
+_NUMBERS: Final = frozenset({int, float, bool})
+_PASS_TYPES = (bool, int, float, type(None), datetime, date, time, timedelta, UUID, Decimal)
+_KEY_SAFE_TYPES = (bool, type(None))
+_BLANKS: Final = " \t"
+_QUOTES: Final = "\"'"
+_TEXT: Final = 0
+_INT: Final = 1
+_TUPLE: Final = 0
+_JSON: Final = 1
+_NOT_JSON: Final = object()
+_UNSEEN: Final = object()
+_JSON_OPENERS: Final = ("{", "[")
+
+
+def _hides(s: Scrubber, x: Any) -> bool:
+    """Under a sensitive key, ``x`` is replaced (not null, a boolean, empty or a placeholder)."""
+    return not (
+        isinstance(x, _KEY_SAFE_TYPES)
+        or (isinstance(x, str | list | dict | tuple) and not x)
+        or (isinstance(x, str) and s.is_placeholder(x))
+    )
+
+
+class _Fallback(Exception):
+    """The value needs the Python walker (a shape the fast walker does not handle)."""
+
+
+def _char_ends(s: str, hits: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Byte offsets into ``s``'s UTF-8 (match ends, on character boundaries) as characters."""
+    data = s.encode("utf-8", "surrogatepass")
+    out: list[tuple[int, int]] = []
+    byte = char = 0
+    for end, idx in sorted(hits):
+        if end != byte:
+            char += len(data[byte:end].decode("utf-8", "surrogatepass"))
+            byte = end
+        out.append((char, idx))
+    return out
+
+
+class FastPath:
+    """The engine-backed ``find`` and walker of one scrubber."""
+
+    def __init__(
+        self,
+        scrubber: Scrubber,
+        auto: Automaton,
+        targets: list[tuple[int, Anchor | None]],
+        always_user: tuple[int, ...],
+    ) -> None:
+        self.s = scrubber
+        self.auto = auto
+        self.rules: tuple[CompiledRule, ...] = scrubber.rules
+        self.targets = targets
+        """Expression index -> (rule index, anchor); anchor ``None``: a user rule's literal."""
+        self.lowered: tuple[tuple[str, ...] | None, ...] = tuple(
+            None if r.literals is None else tuple(lit.lower() for lit in r.literals)
+            for r in self.rules
+        )
+        """Per rule: its literals lower-cased (the Python path's prefilter)."""
+        self.always_user = always_user
+        """User rules the engine cannot gate (no literals, or non-ASCII ones): run on every
+        string, as the Python path does."""
+
+    @classmethod
+    def build(cls, scrubber: Scrubber, choice: str) -> tuple[FastPath | None, EngineInfo]:
+        by_name = {r.name: r for r in VALUE_RULES}
+        exprs: list[tuple[str, bool]] = []
+        targets: list[tuple[int, Anchor | None]] = []
+        always_user: list[int] = []
+        for idx, rule in enumerate(scrubber.rules):
+            if rule.builtin:
+                for anchor in by_name[rule.name].anchors:
+                    pattern = anchor.pattern
+                    if pattern == NON_ASCII_DIGIT:
+                        pattern = "(?:" + "|".join(hs_text(d) for d in non_ascii_digits()) + ")"
+                    exprs.append((pattern, anchor.caseless))
+                    targets.append((idx, anchor))
+            elif rule.literals is None or not all(lit.isascii() for lit in rule.literals):
+                always_user.append(idx)
+            else:
+                # a superset of "the literal occurs in the lower-cased text"
+                for lit in rule.literals:
+                    exprs.extend((hs_text(v), True) for v in spellings(lit))
+                    targets.extend((idx, None) for _ in spellings(lit))
+        auto, info = automaton(tuple(exprs), choice)
+        if auto is None:
+            return None, info
+        return cls(scrubber, auto, targets, tuple(always_user)), info
+
+    # -- one string ---------------------------------------------------------------------------
+
+    def find(self, s: str) -> list[Span]:
+        if not s:
+            return []
+        data = s.encode("utf-8", "surrogatepass")
+        return self.confirm(s, self.auto.scan(data), s.isascii())
+
+    def confirm(self, s: str, hits: list[tuple[int, int]], ascii_text: bool) -> list[Span]:
+        """``find_python(s)``, given every anchor match in ``s`` (``(byte end, expression)``)."""
+        if self.always_user:
+            spans = self._always(s)
+        elif not hits:
+            return []
+        else:
+            spans = []
+        if hits:
+            if not ascii_text:
+                hits = _char_ends(s, hits)
+            per_rule: dict[int, list[tuple[int, Anchor | None]]] = {}
+            targets = self.targets
+            for end, expr in hits:
+                idx, anchor = targets[expr]
+                per_rule.setdefault(idx, []).append((end, anchor))
+            lower: str | None = None
+            for idx in sorted(per_rule):
+                rule = self.rules[idx]
+                # the Python path's prefilters, exactly: both paths run the same rules
+                lits = self.lowered[idx]
+                if lits is not None:
+                    if lower is None:
+                        lower = s.lower()
+                    if not any(lit in lower for lit in lits):
+                        continue
+                elif rule.digits and DIGIT_RUN.search(s) is None:
+                    continue
+                if rule.requires and not any(c in s for c in rule.requires):
+                    continue
+                if rule.builtin:
+                    self._confirm_rule(rule, s, per_rule[idx], spans)
+                else:
+                    run_rule(rule, s, spans)
+        if not spans:
+            return spans
+        return finish(s, spans, self.s.placeholders)
+
+    def _always(self, s: str) -> list[Span]:
+        spans: list[Span] = []
+        lower: str | None = None
+        for idx in self.always_user:
+            rule = self.rules[idx]
+            if rule.literals is not None:
+                if lower is None:
+                    lower = s.lower()
+                if not any(lit.lower() in lower for lit in rule.literals):
+                    continue
+            run_rule(rule, s, spans)
+        return spans
+
+    @staticmethod
+    def _confirm_rule(
+        rule: CompiledRule, s: str, hits: list[tuple[int, Anchor | None]], spans: list[Span]
+    ) -> None:
+        starts: set[int] = set()
+        for end, anchor in hits:
+            assert anchor is not None
+            if anchor.whole:
+                run_rule(rule, s, spans)
+                return
+            if anchor.length:
+                starts.add(end - anchor.length)
+                continue
+            hi = end
+            if anchor.skip:  # before an assignment's ':' or '=': blanks, then one quote
+                hi = end - 1
+                while hi > 0 and s[hi - 1] in _BLANKS:
+                    hi -= 1
+                if hi > 0 and s[hi - 1] in _QUOTES:
+                    hi -= 1
+                lo = hi - anchor.back
+            else:
+                lo = end - anchor.back
+            finder = anchor.starts
+            assert finder is not None
+            starts.update(m.start() for m in finder.finditer(s, max(lo, 0), hi))
+        regex = rule.regex
+        validator = rule.validator
+        secret = rule.secret
+        last = 0
+        for p in sorted(starts):
+            if p < last:
+                continue
+            m = regex.match(s, p)
+            if m is None:
+                continue
+            last = m.end()
+            if validator is not None and not validator(s, m):
+                continue
+            a, b = m.span(secret) if secret is not None else m.span()
+            if a < b:
+                spans.append((a, b, rule.name))
+
+    # -- a whole value ------------------------------------------------------------------------
+
+    def scrub(self, value: Any, root: str, *, text: bool) -> tuple[Any, list[TrailEntry]] | None:
+        """``Scrubber.scrub``/``scrub_text`` by the fast walker; ``None``: use the Python one."""
+        walker = _FastWalker(self)
+        box: list[Any] = [None]
+        try:
+            if text:
+                walker.text(box, 0, value, root, 0)
+            else:
+                walker.put(box, 0, value, root, 0)
+            trail = walker.resolve()
+        except _Fallback:
+            return None
+        return box[0], trail
+
+
+class _FastWalker:
+    """One scrub call: the Python walker's rules, with the strings' scan deferred and batched."""
+
+    __slots__ = (
+        "fast",
+        "finals",
+        "known",
+        "marks",
+        "max_depth",
+        "max_nodes",
+        "max_string",
+        "nodes",
+        "s",
+        "slots",
+        "texts",
+        "trail",
+    )
+
+    def __init__(self, fast: FastPath) -> None:
+        self.fast = fast
+        self.s = fast.s
+        self.trail: list[TrailEntry] = []
+        self.nodes = 0
+        o = fast.s.options
+        self.max_depth = o.max_depth
+        self.max_nodes = o.max_nodes
+        self.max_string = o.max_string_chars
+        self.texts: list[str] = []
+        """Strings to scan, in walk order."""
+        self.slots: list[tuple[Any, Any, Any, int]] = []
+        """Per string: (container, key, path, kind) where its scrubbed form goes."""
+        self.marks: list[int] = []
+        """Per string: where its removals go in the trail (``len(trail)`` when met)."""
+        self.known: dict[str, Any] = {}
+        """Keys met in this call with nothing to remove: their key-rule category."""
+        self.finals: list[tuple[Any, ...]] = []
+        """Tuples to freeze and JSON texts to re-serialise once the strings are patched, in the
+        order met (inner ones first)."""
+
+    def _cut(self, path: Any, reason: str) -> str:
+        self.trail.append(TrailEntry(render_path(path), reason))
+        return placeholder(reason)
+
+    def put(self, out: Any, key: Any, v: Any, path: Any, depth: int) -> None:
+        """``out[key] = `` the scrubbed ``v`` (strings: as they are, patched later)."""
+        self.nodes += 1
+        if self.nodes > self.max_nodes:
+            out[key] = self._cut(path, "size")
+            return
+        t: type[object] = type(v)  # pyright: ignore[reportUnknownVariableType]
+        if t is str:
+            self.text(out, key, v, path, depth)
+        elif t is dict:
+            out[key] = (
+                self._cut(path, "depth")
+                if depth >= self.max_depth
+                else self._mapping(cast("dict[Any, Any]", v), path, depth)
+            )
+        elif t is list:
+            out[key] = (
+                self._cut(path, "depth")
+                if depth >= self.max_depth
+                else self._sequence(cast("list[Any]", v), path, depth)
+            )
+        elif t is int and not -_BIG_INT < v < _BIG_INT:
+            out[key] = v  # a card number can travel as a JSON number
+            self._defer(out, key, str(v), path, _INT)
+        elif t in _FAST_SCALARS or t is int or isinstance(v, _PASS_TYPES):
+            out[key] = v
+        elif isinstance(v, str):
+            raise _Fallback  # a str subclass
+        elif depth >= self.max_depth:
+            out[key] = self._cut(path, "depth")
+        elif isinstance(v, Mapping):
+            out[key] = self._mapping(cast("Mapping[Any, Any]", v), path, depth)
+        elif isinstance(v, tuple):
+            seq = self._sequence(cast("tuple[Any, ...]", v), path, depth)
+            out[key] = seq
+            self.finals.append((_TUPLE, out, key, seq))
+        elif isinstance(v, list):
+            out[key] = self._sequence(cast("list[Any]", v), path, depth)
+        else:
+            raise _Fallback  # bytes, sets, objects: the Python walker's text forms
+
+    def _sequence(self, items: list[Any] | tuple[Any, ...], path: Any, depth: int) -> list[Any]:
+        if len(items) > 8:
+            kinds = set(map(type, items))
+            if kinds <= _NUMBERS and (
+                int not in kinds or (min(items) > -_BIG_INT and max(items) < _BIG_INT)
+            ):
+                self.nodes += len(items)  # numbers, booleans and null carry no secret
+                return list(items)
+        seq: list[Any] = []
+        append = seq.append
+        d1 = depth + 1
+        for i, x in enumerate(items):
+            tx: type[object] = type(x)  # pyright: ignore[reportUnknownVariableType]
+            if tx in _FAST_SCALARS or (tx is int and -_BIG_INT < x < _BIG_INT):
+                self.nodes += 1  # numbers, booleans and null carry no secret
+                append(x)
+            elif tx is str:
+                self.nodes += 1
+                append(x)
+                if self.nodes > self.max_nodes:
+                    seq[i] = self._cut((path, i), "size")
+                else:
+                    self.text(seq, i, x, (path, i), d1)
+            else:
+                append(None)
+                self.put(seq, i, x, (path, i), d1)
+        return seq
+
+    def _mapping(self, v: Mapping[Any, Any], path: Any, depth: int) -> dict[Any, Any]:
+        s = self.s
+        out: dict[Any, Any] = {}
+        known = self.known
+        d1 = depth + 1
+        for k, x in v.items():
+            if type(k) is str:
+                cat = known.get(k, _UNSEEN)
+                if cat is _UNSEEN:
+                    key = self._key_text(k, path)
+                    cat = s.key_category(k)
+                    if key is k:
+                        known[k] = cat
+                else:
+                    key = k
+            elif isinstance(k, str):
+                key = self._key_text(k, path)
+                cat = s.key_category(k)
+            else:
+                self.put(out, k, x, (path, repr(k)), d1)
+                continue
+            if key in out:
+                raise _Fallback  # two keys scrubbed to one text: the last one wins there
+            if cat is not None and _hides(s, x):
+                self.nodes += 1
+                out[key] = self._cut((path, key), f"key:{cat}")
+                continue
+            tx: type[object] = type(x)  # pyright: ignore[reportUnknownVariableType]
+            if tx is str:
+                self.nodes += 1
+                if self.nodes > self.max_nodes:
+                    out[key] = self._cut((path, key), "size")
+                else:
+                    self.text(out, key, x, (path, key), d1)
+            elif tx in _FAST_SCALARS or (tx is int and -_BIG_INT < x < _BIG_INT):
+                self.nodes += 1
+                out[key] = self._cut((path, key), "size") if self.nodes > self.max_nodes else x
+            else:
+                self.put(out, key, x, (path, key), d1)
+        return out
+
+    def _key_text(self, k: str, path: Any) -> str:
+        clean = self.s.clean_keys
+        if k in clean or not k:
+            return k
+        if len(k) > self.max_string:
+            return self._cut(path, "size")
+        spans = self.fast.find(k)
+        if not spans:
+            if len(clean) < 16384 and len(k) <= 256:
+                clean.add(k)  # keys repeat: remember the ones with nothing to remove
+            return k
+        entry = render_path(path)
+        self.trail.extend(TrailEntry(entry, name) for _, _, name in spans)
+        return replaced(k, spans)
+
+    def text(self, out: Any, key: Any, s: str, path: Any, depth: int) -> None:
+        if len(s) > self.max_string:
+            out[key] = self._cut(path, "size")
+            return
+        c = s[:1]
+        if c in _JSON_OPENERS or (c.isspace() and s.lstrip()[:1] in _JSON_OPENERS):
+            try:
+                obj = json.loads(s)
+            except RecursionError:
+                out[key] = self._cut(path, "depth")
+                return
+            except ValueError:
+                obj = _NOT_JSON
+            if isinstance(obj, dict | list):
+                mark, first = len(self.trail), len(self.texts)
+                inner: list[Any] = [None]
+                self.put(inner, 0, obj, path, depth + 1)
+                out[key] = s
+                self.finals.append(
+                    (_JSON, out, key, inner, mark, len(self.trail), first, len(self.texts))
+                )
+                return
+        out[key] = s
+        self.texts.append(s)
+        self.slots.append((out, key, path, _TEXT))
+        self.marks.append(len(self.trail))
+
+    def _defer(self, out: Any, key: Any, s: str, path: Any, kind: int) -> None:
+        self.texts.append(s)
+        self.slots.append((out, key, path, kind))
+        self.marks.append(len(self.trail))
+
+    def resolve(self) -> list[TrailEntry]:
+        """Scan the strings, patch in the scrubbed ones, finish tuples and JSON texts; the trail."""
+        fast = self.fast
+        texts = self.texts
+        found: dict[int, list[Span]] = {}
+        if texts:
+            joined = _SEP.join(texts)
+            hits = fast.auto.scan(joined.encode("utf-8", "surrogatepass"))
+            per_text: dict[int, list[tuple[int, int]]] = {}
+            if hits:
+                if joined.isascii():
+                    lengths = [len(t) + 1 for t in texts]
+                else:
+                    lengths = [
+                        (len(t) if t.isascii() else len(t.encode("utf-8", "surrogatepass"))) + 1
+                        for t in texts
+                    ]
+                starts = [0, *accumulate(lengths)]
+                for end, expr in hits:
+                    i = bisect_right(starts, end - 1) - 1
+                    per_text.setdefault(i, []).append((end - starts[i], expr))
+            candidates = range(len(texts)) if fast.always_user else sorted(per_text)
+            for i in candidates:
+                s = texts[i]
+                spans = fast.confirm(s, per_text.get(i, []), s.isascii())
+                if spans:
+                    found[i] = spans
+        trail = self.trail
+        if found:
+            # removals go where the Python walker would have recorded them
+            merged: list[TrailEntry] = []
+            pos = 0
+            for i in sorted(found):
+                spans = found[i]
+                out, key, path, _ = self.slots[i]
+                mark = self.marks[i]
+                merged.extend(trail[pos:mark])
+                pos = mark
+                entry = render_path(path)
+                merged.extend(TrailEntry(entry, name) for _, _, name in spans)
+                out[key] = replaced(texts[i], spans)
+            merged.extend(trail[pos:])
+            trail = merged
+        hit_texts = sorted(found)
+        for final in self.finals:
+            if final[0] == _TUPLE:
+                _, out, key, seq = final
+                out[key] = tuple(seq)
+                continue
+            _, out, key, inner, mark, mark_end, first, last = final
+            j = bisect_right(hit_texts, first - 1)
+            if mark_end > mark or (j < len(hit_texts) and hit_texts[j] < last):
+                try:
+                    out[key] = json.dumps(inner[0], ensure_ascii=False)
+                except (RecursionError, ValueError, TypeError):
+                    raise _Fallback from None
+        return trail
