@@ -225,9 +225,16 @@ class FastPath:
                 lo = hi - anchor.back
             else:
                 lo = end - anchor.back
+            lo = max(lo, 0)
+            if anchor.starts_lower is not None:
+                window = s[lo:hi]
+                if window.isascii():
+                    lowered = window.lower()
+                    starts.update(lo + m.start() for m in anchor.starts_lower.finditer(lowered))
+                    continue
             finder = anchor.starts
             assert finder is not None
-            starts.update(m.start() for m in finder.finditer(s, max(lo, 0), hi))
+            starts.update(m.start() for m in finder.finditer(s, lo, hi))
         regex = rule.regex
         validator = rule.validator
         secret = rule.secret
@@ -266,6 +273,7 @@ class _FastWalker:
     """One scrub call: the Python walker's rules, with the strings' scan deferred and batched."""
 
     __slots__ = (
+        "clean",
         "fast",
         "finals",
         "known",
@@ -295,6 +303,7 @@ class _FastWalker:
         """Per string: (container, key, path, kind) where its scrubbed form goes."""
         self.marks: list[int] = []
         """Per string: where its removals go in the trail (``len(trail)`` when met)."""
+        self.clean = fast.s.clean_texts
         self.known: dict[str, Any] = {}
         """Keys met in this call with nothing to remove: their key-rule category."""
         self.finals: list[tuple[Any, ...]] = []
@@ -453,6 +462,8 @@ class _FastWalker:
                 )
                 return
         out[key] = s
+        if s in self.clean:
+            return
         self.texts.append(s)
         self.slots.append((out, key, path, _TEXT))
         self.marks.append(len(self.trail))
@@ -489,6 +500,16 @@ class _FastWalker:
                 spans = fast.confirm(s, per_text.get(i, []), s.isascii())
                 if spans:
                     found[i] = spans
+            if len(found) < len(texts):
+                self.s.remember_clean(
+                    [
+                        t
+                        for i, (t, (_, _, _, kind)) in enumerate(
+                            zip(texts, self.slots, strict=True)
+                        )
+                        if kind == _TEXT and i not in found
+                    ]
+                )
         trail = self.trail
         if found:
             # removals go where the Python walker would have recorded them

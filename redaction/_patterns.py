@@ -130,6 +130,9 @@ class Anchor:
     skip: bool = False
     whole: bool = False
     caseless: bool = False
+    starts_lower: re.Pattern[str] | None = None
+    """Optional, for speed: finds the same starts in the lower-cased window when it is ASCII
+    (a case-insensitive ``starts`` is slow)."""
     """Compiled case-insensitively (ASCII letters; look-alikes are anchors of their own)."""
 
 
@@ -288,6 +291,7 @@ _ASSIGNMENT_ANCHORS: Final = tuple(
         hs_text(v) + r"[A-Za-z0-9_.\-]*[\"']?[ \t]*[:=]",
         back=46,
         starts=re.compile("(?=(?i:" + "|".join(_ASSIGNMENT_KEYWORDS) + "))"),
+        starts_lower=re.compile("(?=(?:" + "|".join(_ASSIGNMENT_KEYWORDS) + "))"),
         skip=True,
         caseless=True,
     )

@@ -298,6 +298,10 @@ class RedactionPolicy:
             raise RedactionError(f"scrubbing failed: {type(exc).__name__}") from None
         return out
 
+    def stats(self) -> dict[str, str]:
+        """The scrubber's engine: ``engine`` (``hyperscan`` or ``python``), ``engine_detail``."""
+        return self._scrubber.stats()
+
     @property
     def scrubber(self) -> Scrubber:
         """The compiled scrubber (for adapters)."""

@@ -312,6 +312,19 @@ class Scrubber:
                 clean.clear()
             clean.add(s)
 
+    @property
+    def clean_texts(self) -> set[str]:
+        """Short strings found to hold nothing to remove (bounded; see ``remember_clean``)."""
+        return self._clean_texts
+
+    def remember_clean(self, texts: list[str]) -> None:
+        """Remember the short ones of ``texts``, every one found to hold nothing to remove."""
+        clean = self._clean_texts
+        short = [t for t in texts if len(t) <= _CLEAN_TEXT_MAX_CHARS]
+        if len(clean) + len(short) > _CLEAN_TEXT_ENTRIES:
+            clean.clear()
+        clean.update(short[:_CLEAN_TEXT_ENTRIES])
+
     def _build_prefilter(self) -> None:
         by_literal: dict[str, set[int]] = {}
         always: list[int] = []

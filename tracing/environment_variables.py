@@ -9,6 +9,7 @@ from __future__ import annotations
 from redaction.environment_variables import (
     INTENTRACE_REDACTION_HASH_KEY,
     INTENTRACE_REDACTION_POLICY,
+    INTENTRACE_SCRUB_ENGINE,
 )
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "INTENTRACE_NAMING",
     "INTENTRACE_REDACTION_HASH_KEY",
     "INTENTRACE_REDACTION_POLICY",
+    "INTENTRACE_SCRUB_ENGINE",
     "INTENTRACE_TEST_POSTGRES_URL",
     "INTENTRACE_TOOL_INTENT",
 ]

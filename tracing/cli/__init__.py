@@ -11,6 +11,7 @@ from tracing import __version__
 from tracing.cli._analytics import report, sql
 from tracing.cli._collect import collect, import_
 from tracing.cli._demo import demo
+from tracing.cli._doctor import doctor
 from tracing.cli._ledger import sessions, summary
 from tracing.cli._view import run_viewer, view
 from tracing.cli._watch import watch
@@ -28,5 +29,5 @@ def main() -> None:
     """
 
 
-for _command in (demo, collect, import_, sessions, summary, view, report, sql, watch):
+for _command in (demo, doctor, collect, import_, sessions, summary, view, report, sql, watch):
     main.add_command(_command)
