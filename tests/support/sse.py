@@ -146,7 +146,7 @@ def split(text: str, size: int) -> list[str]:
 def interleave(*streams: list[Any]) -> list[Any]:
     """Round-robin merge: a1, b1, a2, b2, ... (parallel calls whose deltas interleave)."""
     out: list[Any] = []
-    for i in range(max(len(s) for s in streams)):
+    for i in range(max((len(s) for s in streams), default=0)):
         out.extend(s[i] for s in streams if i < len(s))
     return out
 
@@ -363,16 +363,42 @@ def responses_stream(
             "name": name,
         }
 
-    added = [
-        ev("response.output_item.added", output_index=first + i, item=item(i, "in_progress", ""))
-        for i in range(len(calls))
-    ]
-    parts += added
+    def added(i: int) -> bytes:
+        return ev(
+            "response.output_item.added", output_index=first + i, item=item(i, "in_progress", "")
+        )
+
+    def finished(i: int) -> list[bytes]:
+        args = calls[i][2]
+        return [
+            ev("response.function_call_arguments.done", item_id=item(i, "", "")["id"],
+               output_index=first + i, arguments=args),
+            ev("response.output_item.done", output_index=first + i, item=item(i, "completed", args)),
+        ]  # fmt: skip
+
+    # (kind, call): the items' events in the order the API sends them; parallel calls'
+    # deltas interleaved (each item's end after all deltas), or one call after the other
     deltas: list[list[tuple[int, str]]] = [
         [(i, p) for p in split(args, size)] for i, (_, _, args) in enumerate(calls)
     ]
-    flat = interleave(*deltas) if interleaved else [d for ds in deltas for d in ds]
-    for n, (i, piece) in enumerate(flat):
+    steps: list[tuple[str, int, str]] = []
+    if interleaved:
+        steps += [("added", i, "") for i in range(len(calls))]
+        steps += [("delta", i, p) for i, p in interleave(*deltas)]
+        steps += [("done", i, "") for i in range(len(calls))]
+    else:
+        for i in range(len(calls)):
+            steps += [("added", i, ""), *[("delta", i, p) for _, p in deltas[i]], ("done", i, "")]
+    n = 0
+    for kind, i, piece in steps:
+        if kind == "added":
+            parts.append(added(i))
+            continue
+        if kind == "done":
+            if not complete:
+                continue
+            parts += finished(i)
+            continue
         if error_after is not None and n == error_after:
             parts.append(
                 ev("error", code="server_error", message="The server had an error", param=None)
@@ -388,6 +414,7 @@ def responses_stream(
                 stopped["incomplete_details"] = {"reason": "max_output_tokens"}
                 parts.append(ev("response.incomplete", response=stopped))
             return parts
+        n += 1
         parts.append(
             ev(
                 "response.function_call_arguments.delta",
@@ -398,22 +425,6 @@ def responses_stream(
         )
     if not complete:
         return parts
-    for i, (_, _, args) in enumerate(calls):
-        parts.append(
-            ev(
-                "response.function_call_arguments.done",
-                item_id=item(i, "", "")["id"],
-                output_index=first + i,
-                arguments=args,
-            )
-        )
-        parts.append(
-            ev(
-                "response.output_item.done",
-                output_index=first + i,
-                item=item(i, "completed", args),
-            )
-        )
     parts.append(
         ev(
             "response.completed",
@@ -518,3 +529,69 @@ def anthropic_stream(
         ev("message_stop"),
     ]
     return parts
+
+
+# --- Google Gemini (streamGenerateContent?alt=sse) --------------------------------------------
+GEMINI_RESPONSE_ID = "2w3PaPzNJbqdvdIPkIrZsAs"
+
+
+def gemini_chunk(
+    parts: list[dict[str, Any]],
+    *,
+    finish: str | None = None,
+    response_id: str | None = GEMINI_RESPONSE_ID,
+    usage: bool = False,
+) -> bytes:
+    """One ``GenerateContentResponse`` chunk: the parts are this chunk's own (not cumulative)."""
+    candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    body: dict[str, Any] = {"candidates": [candidate], "modelVersion": "gemini-2.5-flash"}
+    if usage:
+        body["usageMetadata"] = {
+            "promptTokenCount": 52, "candidatesTokenCount": 31, "totalTokenCount": 83,
+        }  # fmt: skip
+    if response_id is not None:
+        body["responseId"] = response_id
+    return sse(body)
+
+
+def gemini_stream(
+    calls: list[tuple[str | None, str, dict[str, Any]]],
+    *,
+    text: str | None = "Let me look.",
+    per_chunk: int = 1,
+    done: bool = True,
+    response_id: str | None = GEMINI_RESPONSE_ID,
+) -> list[bytes]:
+    """Text parts, then ``functionCall`` parts [(id or None, name, args)], ``per_chunk`` calls
+    per chunk (parallel calls share one), the last chunk with ``finishReason`` and usage."""
+    parts = (
+        [gemini_chunk([{"text": p}], response_id=response_id) for p in split(text, 8)]
+        if text
+        else []
+    )
+    fcs = []
+    for cid, name, args in calls:
+        fc: dict[str, Any] = {"name": name, "args": args}
+        if cid is not None:
+            fc["id"] = cid
+        fcs.append({"functionCall": fc})
+    groups = [fcs[i : i + per_chunk] for i in range(0, len(fcs), per_chunk)]
+    for n, group in enumerate(groups):
+        last = done and n == len(groups) - 1
+        parts.append(
+            gemini_chunk(
+                group, finish="STOP" if last else None, usage=last, response_id=response_id
+            )
+        )
+    if done and not groups:
+        parts.append(gemini_chunk([], finish="STOP", usage=True, response_id=response_id))
+    return parts
+
+
+def gemini_error(
+    code: int = 503, status: str = "UNAVAILABLE", message: str = "The model is overloaded."
+) -> bytes:
+    """The error object Gemini sends mid-stream."""
+    return sse({"error": {"code": code, "message": message, "status": status}})

@@ -316,9 +316,9 @@ def test_responses_provider_errors_are_recorded(
     end: str, sse_server: SSEServer, ledger: Ledger, registry: IntentRegistry
 ) -> None:
     if end == "error":
-        parts = responses_stream([A, B], size=5, interleaved=False, error_after=12)
+        parts = responses_stream([A, B], size=5, interleaved=False, error_after=10)
     else:
-        parts = responses_stream([A, B], size=5, interleaved=False, end_after=12, end=end)
+        parts = responses_stream([A, B], size=5, interleaved=False, end_after=10, end=end)
     sse_server.respond(parts)
     client: openai.OpenAI = sdk_client("openai", sse_server)
     events = list(
@@ -331,7 +331,7 @@ def test_responses_provider_errors_are_recorded(
         == {"failed": "response.failed", "incomplete": "response.incomplete", "error": "error"}[end]
     )
     a = row(ledger, "call_Aa1")
-    assert a["status"] == Status.ABANDONED  # 12 deltas of 5: A's other arguments were cut
+    assert a["status"] == Status.ABANDONED  # 10 deltas of 5: A's other arguments were cut
     assert a["intent"] == "Searching for OAuth handling"
     message = {
         "failed": "server_error: The model crashed",

@@ -1,8 +1,11 @@
 """Stream taps: the intent of each tool call, live, while the model is still writing it.
 
-Wrap a streamed ``openai`` (Chat Completions, Responses) or ``anthropic`` (Messages) response;
-the application keeps receiving the same events, and each label-bearing tool call's growing
-intent is published to the ledger as a ``streaming`` anchor (and to an optional callback)::
+Wrap a streamed response of ``openai`` (Chat Completions, Responses), ``anthropic``
+(Messages), Google Gemini (``google-genai``) or LiteLLM, or the event stream of openai-agents
+(``Runner.run_streamed().stream_events()``) or pydantic-ai (node streams, the event stream
+handler); the application keeps receiving the same events, and each label-bearing tool call's
+growing intent is published to the ledger as a ``streaming`` anchor (and to an optional
+callback)::
 
     from tracing.taps import StreamTap
 
@@ -11,11 +14,12 @@ intent is published to the ledger as a ``streaming`` anchor (and to an optional 
         for event in stream:
             ...
 
-See docs/taps.md. Imports neither SDK: both stay optional (``intentrace[taps]``).
+See docs/taps.md. Imports none of those packages: all stay optional (``intentrace[taps]``).
 """
 
 from __future__ import annotations
 
+from tracing.taps._events import gemini_call_id
 from tracing.taps._options import TapOptions
 from tracing.taps._tracker import (
     AnchorRecorder,
@@ -34,6 +38,7 @@ __all__ = [
     "TapOptions",
     "TappedStream",
     "ToolCallTracker",
+    "gemini_call_id",
     "tap_stats",
     "tap_stream",
 ]
