@@ -36,7 +36,8 @@ updated_ns          integer   last write, unix epoch nanoseconds
 
 Other tables: ``sessions`` (session_id PK, next_seq, last_turn, first_ns, last_ns),
 ``blocks`` (session_id, batch_id PK together, turn, activity_label, seq),
-``schema_migrations`` (name PK, applied_ns).
+``dropped`` (session_id, source PK together, count, first_ns, last_ns: what was lost before
+reaching the ledger, see ``Ledger.record_dropped``), ``schema_migrations`` (name PK, applied_ns).
 
 ``sessions.next_seq`` is the next number the session's counter hands out (``seq``,
 ``settle_seq`` and ``blocks.seq`` all come from it, so they interleave in event order);
@@ -217,6 +218,22 @@ class SessionInfo(TypedDict):
     last_ns: int | None
     """Last activity: the latest start or end of a call in the session."""
     last_turn: int | None
+    dropped: int
+    """Tool calls of the session a span processor shed under load (anchor missing or settled
+    without outcome; ``Ledger.dropped``), 0 when none."""
+
+
+class DroppedInfo(TypedDict):
+    """One row of ``Ledger.dropped()``: what was lost before reaching the ledger."""
+
+    session_id: str
+    """'' when the calls had no session."""
+    source: str
+    """``processor``: tool calls shed by a span processor under load; ``ledger``: anchor writes
+    dropped because the ledger's queue was full."""
+    count: int
+    first_ns: int
+    last_ns: int
 
 
 class BlockInfo(TypedDict):

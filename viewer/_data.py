@@ -18,7 +18,16 @@ from typing import Final
 import streamlit as st
 
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
-from tracing.ledger import Anchor, Ledger, LedgerError, SessionInfo, default_ledger_url, open_ledger
+from tracing.ledger import (
+    Anchor,
+    DroppedInfo,
+    Ledger,
+    LedgerError,
+    SessionInfo,
+    default_ledger_url,
+    dropped_notes,
+    open_ledger,
+)
 from viewer._story import Story, build_story
 
 LIST_TTL_S: Final = 3.0
@@ -80,6 +89,17 @@ def agents(url: str) -> list[str]:
 @st.cache_data(ttl=30.0, show_spinner=False)
 def tools(url: str) -> list[str]:
     return ledger(url).tools()
+
+
+@st.cache_data(ttl=LIST_TTL_S, max_entries=64, show_spinner=False)
+def dropped(url: str, session_id: str | None = None) -> list[DroppedInfo]:
+    """What was lost before reaching the ledger (every session's, or one's)."""
+    return ledger(url).dropped(session_id)
+
+
+def dropped_lines(url: str, session_id: str | None = None) -> list[str]:
+    """Plain-text warnings about calls lost before reaching the ledger (none: empty)."""
+    return dropped_notes(dropped(url, session_id), session=session_id is not None)
 
 
 def session_info(url: str, session_id: str) -> SessionInfo | None:
@@ -158,6 +178,8 @@ __all__: Sequence[str] = (
     "agents",
     "call",
     "count_sessions",
+    "dropped",
+    "dropped_lines",
     "find_calls",
     "in_flight",
     "latest_session",

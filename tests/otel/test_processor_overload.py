@@ -14,9 +14,11 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
@@ -25,8 +27,10 @@ from opentelemetry.trace import Status, StatusCode
 
 from redaction import RedactionPolicy
 from tests.support.otlp_receiver import OtlpReceiver
-from tracing import IntentOptions, IntentSpanProcessor, tool_call
+from tracing import IntentOptions, IntentSpanProcessor, session, tool_call
 from tracing import attributes as A
+from tracing.cli import main
+from tracing.ledger import open_ledger
 from tracing.otel._processor import THREAD_NAME
 from tracing.testing import RecordingLedger, SequentialIdGenerator, capture
 
@@ -125,6 +129,41 @@ def test_the_app_never_waits_for_a_processor_that_fell_behind() -> None:
     assert all(a["status"] == "success" for a in anchors.values())
     assert ledger.dropped_total() == cap.processor.stats()["anchors_shed"] > 0
     cap.provider.shutdown()
+
+
+def test_shed_calls_are_counted_in_the_ledger_and_the_cli_says_so(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'shed.db'}"
+    ledger = open_ledger(url)
+    policy = GatedPolicy()
+    exporter = InMemorySpanExporter()
+    processor = IntentSpanProcessor(
+        SimpleSpanProcessor(exporter),
+        policy=policy,
+        ledger=ledger,
+        options=IntentOptions(max_queue=8),
+    )
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("app")
+    try:
+        with session("conv-shed"):
+            for n in range(60):
+                with tool_call("search", {"intent": f"Searching {n}"}, tracer=tracer):
+                    pass
+    finally:
+        policy.gate.set()
+    assert processor.force_flush(int(HANG_S * 1000)) and ledger.flush(HANG_S)
+    shed = processor.stats()["anchors_shed"]
+    assert shed > 0
+    assert [(r["session_id"], r["source"], r["count"]) for r in ledger.dropped()] == [
+        ("conv-shed", "processor", shed)
+    ]
+    assert ledger.session("conv-shed") is not None
+    provider.shutdown()
+    ledger.close()
+    result = CliRunner().invoke(main, ["sessions", "--ledger", url])
+    assert result.exit_code == 0, result.output
+    assert f"warning: {shed} tool calls were shed under load" in result.stderr
 
 
 def test_the_processor_thread_never_waits_on_its_own_queue() -> None:

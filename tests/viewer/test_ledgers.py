@@ -11,6 +11,7 @@ from tests.viewer import fixture_ledger
 from tests.viewer.conftest import run_app, texts
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
 from tracing.ledger import open_ledger
+from tracing.status import Status
 
 
 def test_empty_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -23,6 +24,36 @@ def test_empty_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert at.info[0].value.startswith("The ledger has no sessions yet.")
     at = run_app(page="live")
     assert [i.value for i in at.info] == ["Nothing in flight right now."]
+
+
+def test_calls_shed_under_load_are_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite:///{tmp_path / 'shed.db'}"
+    with open_ledger(url) as ledger:
+        for i, session_id in enumerate(["conv-ok", "conv-shed"]):
+            ledger.record({
+                "tool_call_id": f"c{i}", "tool_name": "search", "status": Status.SUCCESS,
+                "session_id": session_id, "start_ns": 1_700_000_000_000_000_000 + i,
+            })  # fmt: skip
+        ledger.record_dropped("conv-shed", 12)
+    monkeypatch.setenv(INTENTRACE_LEDGER_URL, url)
+    note = (
+        "12 tool calls were shed under load by the span processor (its queue was full) in "
+        "1 session: their anchors are missing or settled without outcome."
+    )
+    at = run_app()
+    assert [w.value for w in at.warning] == [note]
+    table = at.dataframe[0].value
+    assert dict(zip(table["session"], table["shed"], strict=True)) == {
+        "conv-shed": 12,
+        "conv-ok": 0,
+    }
+    at = run_app({"session": "conv-shed"})
+    assert [w.value for w in at.warning] == [
+        "12 tool calls of this session were shed under load by the span processor (its queue "
+        "was full): their anchors are missing or settled without outcome."
+    ]
+    at = run_app({"session": "conv-ok"})
+    assert not at.warning
 
 
 def test_missing_ledger_is_a_message_not_a_traceback(

@@ -10,7 +10,7 @@ from datetime import datetime
 import click
 
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
-from tracing.ledger import Ledger, LedgerError, SessionInfo, open_ledger
+from tracing.ledger import Ledger, LedgerError, SessionInfo, dropped_notes, open_ledger
 from tracing.status import STATUSES
 
 ledger_option = click.option(
@@ -44,9 +44,13 @@ def _when(ns: int | None) -> str:
 
 
 def _table(rows: list[SessionInfo]) -> str:
+    shed = any(r["dropped"] for r in rows)  # (a column only when some calls were shed)
     headers = ["SESSION", "CALLS", "ERRORS", "LIVE", "TURN", "AGENTS", "TOOLS", "LAST ACTIVITY"]
-    body = [
-        [
+    if shed:
+        headers.insert(4, "SHED")
+    body: list[list[str]] = []
+    for r in rows:
+        row = [
             r["session_id"] or "(none)",
             str(r["calls"]),
             str(r["errors"]),
@@ -56,8 +60,9 @@ def _table(rows: list[SessionInfo]) -> str:
             _short(",".join(r["tools"]), 40),
             _when(r["last_ns"]),
         ]
-        for r in rows
-    ]
+        if shed:
+            row.insert(4, str(r["dropped"]))
+        body.append(row)
     widths = [max(len(h), *(len(row[i]) for row in body)) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     lines += [
@@ -103,6 +108,9 @@ def sessions(  # noqa: PLR0917 - click passes options as arguments
             limit=limit, offset=offset, agent=agent, tool=tool, status=status, search=search
         )
         total = ledger.count_sessions(agent=agent, tool=tool, status=status, search=search)
+        notes = dropped_notes(ledger.dropped())
+    for note in notes:  # (stderr: the table and the JSON stay machine-readable)
+        click.echo(f"warning: {note}", err=True)
     if fmt == "json":
         click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
@@ -128,3 +136,5 @@ def summary(ledger_url: str | None, session_id: str, turn: int | None, max_chars
         if ledger.session(session_id) is None:
             raise click.ClickException(f"no session {session_id!r} in the ledger {ledger.url}")
         click.echo(ledger.summary(session_id, turn=turn, max_chars=max_chars))
+        for note in dropped_notes(ledger.dropped(session_id), session=True):
+            click.echo(f"warning: {note}", err=True)

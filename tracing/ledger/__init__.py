@@ -10,19 +10,29 @@ See docs/ledger.md.
 
 from __future__ import annotations
 
-from tracing.anchor import ANCHOR_COLUMNS, Anchor, AnchorWrite, BlockInfo, SessionInfo
+from tracing.anchor import (
+    ANCHOR_COLUMNS,
+    Anchor,
+    AnchorWrite,
+    BlockInfo,
+    DroppedInfo,
+    SessionInfo,
+)
 from tracing.ledger._config import LedgerError, LedgerOptions, default_ledger_url
 from tracing.ledger._ledger import Ledger, open_ledger
+from tracing.ledger._summary import dropped_notes
 
 __all__ = [
     "ANCHOR_COLUMNS",
     "Anchor",
     "AnchorWrite",
     "BlockInfo",
+    "DroppedInfo",
     "Ledger",
     "LedgerError",
     "LedgerOptions",
     "SessionInfo",
     "default_ledger_url",
+    "dropped_notes",
     "open_ledger",
 ]

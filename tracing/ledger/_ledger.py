@@ -5,13 +5,21 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 from typing import Any, cast
 
-from tracing.anchor import ANCHOR_COLUMNS, Anchor, AnchorWrite, BlockInfo, SessionInfo
+from tracing.anchor import (
+    ANCHOR_COLUMNS,
+    Anchor,
+    AnchorWrite,
+    BlockInfo,
+    DroppedInfo,
+    SessionInfo,
+)
 from tracing.ledger._config import LedgerError, LedgerOptions, LedgerURL, parse_ledger_url
-from tracing.ledger._plan import Activity, TurnFloor
+from tracing.ledger._plan import Activity, Dropped, TurnFloor
 from tracing.ledger._postgres import PostgresStore
 from tracing.ledger._sqlite import SQLiteStore
 from tracing.ledger._store import LIVE_SQL, SETTLED_SQL, Store
@@ -85,6 +93,8 @@ class Ledger:
         self._drop_lock = threading.Lock()
         self._dropped = 0
         self._warned_drop = False
+        self._lost: dict[tuple[str, str], list[int]] = {}
+        """(session, source) -> [count, first_ns, last_ns]: lost calls not written yet."""
         self._turns: dict[str, int] = {}
         self._writer: Writer | None = None
         if read_only:
@@ -119,7 +129,7 @@ class Ledger:
             self._wake = threading.Event()
             self._wake_at = 0
             return
-        writer = Writer(self._store, options, reap=True)
+        writer = Writer(self._store, options, reap=True, take_dropped=self._take_dropped)
         self._writer = writer
         self._queue = writer.queue
         self._max_queue = max(1, options.max_queue_size)
@@ -164,6 +174,8 @@ class Ledger:
         depth = queue.qsize()
         if depth >= self._max_queue:
             self._drop()
+            session = write.get("session_id")
+            self.record_dropped(session if isinstance(session, str) else "", source="ledger")
             return
         queue.put(write)
         if depth >= self._wake_at and not self._wake.is_set():
@@ -185,6 +197,35 @@ class Ledger:
                 turn if isinstance(turn, int) and not isinstance(turn, bool) else None,
             )
         )
+
+    def record_dropped(self, session_id: str, count: int = 1, *, source: str = "processor") -> None:
+        """Count calls of ``session_id`` that were lost before reaching the ledger, so readers
+        can say so (``dropped()``, ``sessions()``, ``intentrace sessions``, the viewer).
+
+        ``source`` ``processor``: tool calls a span processor shed under load (their anchor is
+        missing, or settled without outcome); ``ledger``: anchor writes this ledger dropped
+        because its queue was full (counted here automatically). Never raises, never waits:
+        the counts are added up in memory and written with the next batch.
+        """
+        if self._writer is None or self._closed or count <= 0:
+            return
+        now = time.time_ns()
+        key = (str(session_id), str(source))
+        with self._drop_lock:
+            found = self._lost.get(key)
+            if found is None:
+                self._lost[key] = [int(count), now, now]
+            else:
+                found[0] += int(count)
+                found[2] = now
+
+    def _take_dropped(self) -> list[Dropped]:
+        """The counts gathered since the last call (the writer's preparing thread)."""
+        if not self._lost:
+            return []
+        with self._drop_lock:
+            lost, self._lost = self._lost, {}
+        return [Dropped(s, src, n, first, last) for (s, src), (n, first, last) in lost.items()]
 
     def next_turn(self, session_id: str) -> int:
         """Hand out the session's next turn number (1, 2, ...; continues across restarts).
@@ -379,7 +420,7 @@ class Ledger:
         for session_id, first_ns, last_ns, last_turn in rows:
             infos[session_id] = SessionInfo(
                 session_id=session_id, calls=0, errors=0, in_flight=0, agents=[], tools=[],
-                first_ns=first_ns, last_ns=last_ns, last_turn=last_turn or None,
+                first_ns=first_ns, last_ns=last_ns, last_turn=last_turn or None, dropped=0,
             )  # fmt: skip
         if infos:
             marks = ", ".join("?" for _ in infos)
@@ -403,7 +444,46 @@ class Ledger:
             for info in infos.values():
                 info["agents"].sort()
                 info["tools"].sort()
+            if self._has_table("dropped"):
+                for session_id, lost in self._query(
+                    f"SELECT session_id, sum(count) FROM dropped WHERE session_id IN ({marks}) "
+                    "AND source = 'processor' GROUP BY session_id",
+                    list(infos),
+                ):
+                    infos[session_id]["dropped"] = int(lost or 0)
         return list(infos.values())
+
+    def _has_table(self, name: str) -> bool:
+        if self._closed:
+            raise LedgerError(f"the ledger {self.url} is closed")
+        try:
+            with self._read_lock, self._store.guard():
+                return self._store.has_table(self._reader(), name)
+        except Exception as exc:
+            self._reset_reader()
+            raise LedgerError(
+                f"reading the ledger {self._store.describe()} failed: {_one_line(exc)}"
+            ) from None
+
+    def dropped(self, session_id: str | None = None) -> list[DroppedInfo]:
+        """What was lost before reaching the ledger, per session and source (``processor``:
+        tool calls a span processor shed under load, their anchor missing or settled without
+        outcome; ``ledger``: anchor writes dropped on a full queue), most counted first. Empty
+        for a ledger made before this table existed."""
+        if not self._has_table("dropped"):
+            return []
+        where, params = (
+            ("WHERE session_id = ? ", [session_id]) if session_id is not None else ("", [])
+        )
+        rows = self._query(
+            "SELECT session_id, source, count, first_ns, last_ns FROM dropped "
+            f"{where}ORDER BY count DESC, session_id, source",
+            params,
+        )
+        return [
+            DroppedInfo(session_id=r[0], source=r[1], count=int(r[2]), first_ns=r[3], last_ns=r[4])
+            for r in rows
+        ]
 
     def count_sessions(
         self,

@@ -78,6 +78,20 @@ class TurnFloor:
     turn: int
 
 
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """Calls (or writes) of one session lost before they reached the ledger, as counted by
+    ``Ledger.record_dropped``: added to the ``dropped`` table."""
+
+    session_id: str
+    source: str
+    """``processor``: tool calls a span processor shed under load (anchor missing or settled
+    without outcome); ``ledger``: anchor writes dropped because the ledger's queue was full."""
+    count: int
+    first_ns: int
+    last_ns: int
+
+
 @dataclass(slots=True)
 class SessionDelta:
     """What one batch adds to a ``sessions`` row."""
@@ -124,6 +138,7 @@ class BatchPlan:
     inserts: list[tuple[Any, ...]] = field(default_factory=lambda: [])
     updates: list[Update] = field(default_factory=lambda: [])
     blocks: list[tuple[str, str, int | None, str, int]] = field(default_factory=lambda: [])
+    dropped: list[Dropped] = field(default_factory=lambda: [])
 
 
 _KIND: Final = {
@@ -236,7 +251,7 @@ def _clean_write(
 
 
 def plan_batch(
-    items: Iterable[Mapping[str, Any] | Activity | TurnFloor],
+    items: Iterable[Mapping[str, Any] | Activity | TurnFloor | Dropped],
     stored: Mapping[str, tuple[Any, dict[str, Any]]],
     *,
     now_ns: int,
@@ -297,6 +312,9 @@ def plan_batch(
             continue
         elif item.__class__ is TurnFloor:
             floors.append(cast(TurnFloor, item))
+            continue
+        elif item.__class__ is Dropped:
+            plan.dropped.append(cast(Dropped, item))
             continue
         else:
             cleaned = _clean_write(cast(Mapping[str, Any], item), strip_nul=strip_nul, careful=True)

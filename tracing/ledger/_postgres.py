@@ -196,6 +196,21 @@ class PostgresStore(Store):
                     blocks,
                 )
 
+    def add_dropped(self, conn: Any, rows: Sequence[tuple[str, str, int, int, int]]) -> None:
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO dropped AS d (session_id, source, count, first_ns, last_ns) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (session_id, source) DO UPDATE SET "
+                "count = d.count + excluded.count, "
+                "first_ns = LEAST(d.first_ns, excluded.first_ns), "
+                "last_ns = GREATEST(d.last_ns, excluded.last_ns)",
+                rows,
+            )
+
+    def has_table(self, conn: Any, name: str) -> bool:
+        row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
+        return bool(row[0])
+
     def live_before(self, conn: Any, cutoff_ns: int, limit: int) -> list[dict[str, Any]]:
         rows = conn.execute(
             "SELECT tool_call_id, tool_name, intent, outcome FROM anchors "

@@ -270,6 +270,21 @@ class SQLiteStore(Store):
                 blocks,
             )
 
+    def add_dropped(self, conn: Any, rows: Sequence[tuple[str, str, int, int, int]]) -> None:
+        conn.executemany(
+            "INSERT INTO dropped (session_id, source, count, first_ns, last_ns) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, source) DO UPDATE SET "
+            "count = count + excluded.count, first_ns = min(first_ns, excluded.first_ns), "
+            "last_ns = max(last_ns, excluded.last_ns)",
+            rows,
+        )
+
+    def has_table(self, conn: Any, name: str) -> bool:
+        row = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+        ).fetchone()
+        return row is not None
+
     def live_before(self, conn: Any, cutoff_ns: int, limit: int) -> list[dict[str, Any]]:
         rows = conn.execute(
             "SELECT tool_call_id, tool_name, intent, outcome FROM anchors "

@@ -74,6 +74,14 @@ def migrations(dialect: str) -> list[tuple[str, list[str]]]:
                 "PRIMARY KEY (session_id, batch_id))",
             ],
         ),
+        (
+            "0002_dropped",
+            [
+                f"CREATE TABLE dropped (session_id {text} NOT NULL, source {text} NOT NULL, "
+                f"count {integer} NOT NULL, first_ns {integer} NOT NULL, "
+                f"last_ns {integer} NOT NULL, PRIMARY KEY (session_id, source))",
+            ],
+        ),
     ]
 
 
@@ -184,6 +192,14 @@ class Store(ABC):
         self, conn: Any, blocks: Sequence[tuple[str, str, int | None, str, int]]
     ) -> None:
         """Set activity labels: (session_id, batch_id, turn, label, seq)."""
+
+    @abstractmethod
+    def add_dropped(self, conn: Any, rows: Sequence[tuple[str, str, int, int, int]]) -> None:
+        """Add to the ``dropped`` counts: (session_id, source, count, first_ns, last_ns)."""
+
+    @abstractmethod
+    def has_table(self, conn: Any, name: str) -> bool:
+        """Whether the table exists (a ledger made by an older release may lack newer ones)."""
 
     @abstractmethod
     def live_before(self, conn: Any, cutoff_ns: int, limit: int) -> list[dict[str, Any]]:

@@ -1,11 +1,12 @@
-"""``Ledger.summary``: a compact plain-text timeline of settled calls for a summarizer prompt."""
+"""``Ledger.summary``: a compact plain-text timeline of settled calls for a summarizer prompt;
+``dropped_notes``: what the readers say about calls lost before reaching the ledger."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from tracing.anchor import Anchor
+from tracing.anchor import Anchor, DroppedInfo
 from tracing.status import Status
 
 _LINE_MAX: Final = 240
@@ -78,3 +79,38 @@ def render_summary(
     left_out = len(lines) - len(kept)
     note = f"… {left_out} earlier call{'s' if left_out != 1 else ''} left out"
     return _cut("\n".join([header, note, *kept]), max_chars)
+
+
+def _calls(n: int, what: str = "tool call") -> str:
+    return f"{n:,} {what}" + ("" if n == 1 else "s")
+
+
+def dropped_notes(rows: Sequence[DroppedInfo], *, session: bool = False) -> list[str]:
+    """One plain-text line per kind of loss in ``Ledger.dropped()`` rows (none: no line).
+
+    ``session``: the rows are one session's (the line says "of this session").
+    """
+    shed = [r for r in rows if r["source"] == "processor"]
+    written = [r for r in rows if r["source"] == "ledger"]
+    notes: list[str] = []
+    where = " of this session" if session else ""
+    if shed:
+        n = sum(r["count"] for r in shed)
+        loose = sum(r["count"] for r in shed if not r["session_id"])
+        sessions = len({r["session_id"] for r in shed if r["session_id"]})
+        spread = ""
+        if not session:
+            spread = f" in {_calls(sessions, 'session')}" if sessions else ""
+            if loose:
+                spread += f"{',' if spread else ''} {loose:,} without a session"
+        notes.append(
+            f"{_calls(n)}{where} were shed under load by the span processor (its queue was "
+            f"full){spread}: their anchors are missing or settled without outcome."
+        )
+    if written:
+        n = sum(r["count"] for r in written)
+        notes.append(
+            f"{_calls(n, 'anchor write')}{where} were dropped by the ledger (its write queue "
+            "was full)."
+        )
+    return notes

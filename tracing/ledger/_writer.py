@@ -27,7 +27,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
 from typing import Any, cast
@@ -39,6 +39,7 @@ from tracing.ledger._plan import (
     ROW,
     Activity,
     BatchPlan,
+    Dropped,
     TurnFloor,
     as_stored,
     assign,
@@ -55,7 +56,7 @@ _YIELD_EVERY = 256
 _RECENT_IDS = 50_000
 """How many recently written call ids the writer remembers (about 5 MB at most)."""
 
-Item = Mapping[str, Any] | Activity | TurnFloor
+Item = Mapping[str, Any] | Activity | TurnFloor | Dropped
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +106,21 @@ def _yielding(items: Sequence[Item]) -> Iterator[Item]:
 class Writer:
     """Owns the write connection; every database write of a ``Ledger`` happens here."""
 
-    def __init__(self, store: Store, options: LedgerOptions, *, reap: bool) -> None:
+    def __init__(
+        self,
+        store: Store,
+        options: LedgerOptions,
+        *,
+        reap: bool,
+        take_dropped: Callable[[], list[Dropped]] | None = None,
+    ) -> None:
         self.store = store
         self.options = options
+        self._take_dropped = take_dropped
+        """The counts of lost calls gathered since the last batch (``Ledger.record_dropped``):
+        written with the next batch."""
+        self._uncounted = 0
+        """Items of the batch just written that are counts, not writes (not in ``written``)."""
         self.queue: SimpleQueue[Item | Flush | Stop] = SimpleQueue()
         self.init_error: BaseException | None = None
         """Why the first try at connecting failed (None: it worked)."""
@@ -292,9 +305,11 @@ class Writer:
         return True
 
     def _hand(self, items: list[Item]) -> None:
+        self.taken += len(items)
+        if self._take_dropped is not None:
+            items.extend(self._take_dropped())  # (counts of lost calls ride with each batch)
         if not items:
             return
-        self.taken += len(items)
         self._number += 1
         prepared = Prepared(items, self._number)
         try:
@@ -433,7 +448,7 @@ class Writer:
                     return
                 delay = min(delay * 2, self.options.max_retry_backoff_millis / 1000)
                 continue
-            self.written += len(items) - invalid
+            self.written += len(items) - invalid - self._uncounted
             if invalid:
                 self.invalid += invalid
                 self._drop(invalid, "invalid writes (need tool_call_id, tool_name, a status)")
@@ -518,7 +533,16 @@ class Writer:
                     for s, b, t, label, q in plan.blocks
                 ]
                 store.upsert_blocks(conn, blocks)
+            if plan.dropped:
+                store.add_dropped(
+                    conn,
+                    [
+                        (d.session_id, d.source, d.count, d.first_ns, d.last_ns)
+                        for d in plan.dropped
+                    ],
+                )
         self._last = {cid: call[ROW] for cid, call in plan.calls.items()}
+        self._uncounted = len(plan.dropped)
         return plan.invalid
 
     def _planned_ahead(self, conn: Any, prepared: Prepared | None) -> BatchPlan | None:

@@ -120,13 +120,13 @@ def _session(url: str, session_id: str, anchor: str | None, info: SessionInfo) -
         st.warning("The linked call is not part of this session:")
         st.text(anchor)
         anchor = None
-    _summary(info, story)
+    _summary(url, info, story)
     _story_tabs(url, story, anchor)
     if anchor is not None:
         focus(anchor)
 
 
-def _summary(info: SessionInfo, story: Story) -> None:
+def _summary(url: str, info: SessionInfo, story: Story) -> None:
     st.text(one_line(story.session_id or "(no session)", 200), wrap=False)
     with st.container(horizontal=True):
         st.metric("Calls", info["calls"])
@@ -138,6 +138,9 @@ def _summary(info: SessionInfo, story: Story) -> None:
             st.metric("Span", format_duration((story.end_ns - story.start_ns) / 1e6) or "0 ms")
     if info["agents"]:
         st.text("Agents: " + one_line(", ".join(info["agents"]), 300), wrap=False)
+    if info["dropped"]:
+        for note in _data.dropped_lines(url, story.session_id):
+            st.warning(note, icon=":material/warning:")
 
 
 def _story_tabs(url: str, story: Story, anchor: str | None) -> None:

@@ -30,18 +30,21 @@ def _when(ns: int | None) -> datetime | None:
 
 
 def _table(rows: list[_data.SessionInfo]) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "session": [r["session_id"] or "(no session)" for r in rows],
-            "calls": [r["calls"] for r in rows],
-            "errors": [r["errors"] for r in rows],
-            "live": [r["in_flight"] for r in rows],
-            "turns": [r["last_turn"] or 0 for r in rows],
-            "agents": [", ".join(r["agents"]) for r in rows],
-            "tools": [", ".join(r["tools"]) for r in rows],
-            "last activity": [_when(r["last_ns"]) for r in rows],
-        }
-    )
+    columns: dict[str, list[Any]] = {
+        "session": [r["session_id"] or "(no session)" for r in rows],
+        "calls": [r["calls"] for r in rows],
+        "errors": [r["errors"] for r in rows],
+        "live": [r["in_flight"] for r in rows],
+    }
+    if any(r["dropped"] for r in rows):  # (a column only when some calls were shed)
+        columns["shed"] = [r["dropped"] for r in rows]
+    columns |= {
+        "turns": [r["last_turn"] or 0 for r in rows],
+        "agents": [", ".join(r["agents"]) for r in rows],
+        "tools": [", ".join(r["tools"]) for r in rows],
+        "last activity": [_when(r["last_ns"]) for r in rows],
+    }
+    return pd.DataFrame(columns)
 
 
 def render() -> None:
@@ -78,6 +81,8 @@ def _sessions(url: str) -> None:
         )
         size = st.selectbox("Per page", PAGE_SIZES, index=1, key="size")
     agent, tool, status = _filters(url)
+    for note in _data.dropped_lines(url):
+        st.warning(note, icon=":material/warning:")
 
     where = _data.SessionFilter(agent=agent, tool=tool, status=status, search=search or None)
     total = _data.count_sessions(url, where)
@@ -102,6 +107,9 @@ def _sessions(url: str) -> None:
                 "calls": st.column_config.NumberColumn(width="small"),
                 "errors": st.column_config.NumberColumn(width="small"),
                 "live": st.column_config.NumberColumn(width="small"),
+                "shed": st.column_config.NumberColumn(
+                    width="small", help="Tool calls shed under load (anchor missing or partial)"
+                ),
                 "turns": st.column_config.NumberColumn(width="small"),
                 "last activity": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
             },
