@@ -20,7 +20,7 @@ from redaction._policy import (
     Rule,
     ToolRule,
 )
-from redaction._scrubber import Scrubbed, ScrubOptions, TrailEntry, UserPattern
+from redaction._scrubber import Scrubbed, ScrubOptions, TrailEntry, UserPattern, placeholder
 
 __all__ = [
     "BUILTIN_PATTERNS",
@@ -38,5 +38,6 @@ __all__ = [
     "ToolRule",
     "TrailEntry",
     "UserPattern",
+    "placeholder",
     "secret_tail",
 ]

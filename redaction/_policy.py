@@ -9,12 +9,13 @@ import hmac
 import json
 import logging
 import os
+import secrets
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 from redaction._errors import PolicyError, RedactionError
 from redaction._rules import (
@@ -262,6 +263,21 @@ class RedactionPolicy:
                             output = stricter(output, t.output)
         return Decision(args, output)
 
+    def strictest(self, kind: str) -> Action:
+        """The strictest action any call, of any tool by any agent, can get on ``kind``
+        (``"args"`` or ``"output"``): what data gets when its tool cannot be told."""
+        fld = "output" if kind == "output" else "args"
+        found: Action = cast("Action | None", getattr(self.default_rule, fld)) or "keep"
+        layers: list[Rule | ToolRule | AgentOverlay] = [*self.tools]
+        for a in self.agents:
+            layers.append(a)
+            layers.extend(a.tools)
+        for layer in layers:
+            action = cast("Action | None", getattr(layer, fld))
+            if action is not None:
+                found = stricter(found, action)
+        return found
+
     @staticmethod
     def _tool_rule(rules: tuple[ToolRule, ...], name: str) -> ToolRule | None:
         glob_hit: ToolRule | None = None
@@ -418,6 +434,8 @@ class RedactionPolicy:
                     obj = None
                 if isinstance(obj, dict | list):
                     return json.dumps(self._hash_tree(obj, 0), ensure_ascii=False)
+            if self._scrubber.is_placeholder(value):
+                return value
             return self.hash_text("s:" + value)
         if isinstance(value, bytes | bytearray):
             return self.hash_text(b"b:" + bytes(value))
@@ -429,7 +447,8 @@ class RedactionPolicy:
         if isinstance(v, int | float):
             return self.hash_text("n:" + json.dumps(v))
         if isinstance(v, str):
-            return self.hash_text("s:" + v)
+            # an HMAC form or a placeholder stays as it is: hashing hashed data changes nothing
+            return v if self._scrubber.is_placeholder(v) else self.hash_text("s:" + v)
         if depth >= self._scrubber.options.max_depth:
             return placeholder("depth")
         if isinstance(v, Mapping):
@@ -449,10 +468,49 @@ class RedactionPolicy:
         metadata. Never raises: if scrubbing fails, the data is replaced (fail closed). The
         export-time hook for span attributes is ``tracing.otel.langfuse_span_mask(policy)``."""
         try:
-            return self._scrubber.scrub(data, "$")[0]
+            media: dict[str, Any] = {}
+            out = self._scrubber.scrub(_set_aside_media(data, media, 0), "$")[0]
+            return _restore_media(out, media, 0) if media else out
         except Exception:
             _log.warning("redaction: langfuse mask failed; the value was replaced", exc_info=True)
             return placeholder("error")
+
+
+_MEDIA_TYPES: Final = frozenset({"LangfuseMedia"})
+"""Langfuse's media wrappers: it hands them to ``mask`` after swapping base64 data URIs for them
+and serialises them to a media reference afterwards. Binary content has no text to scrub; the
+scrubber would turn the wrapper into its ``str()`` and break the reference."""
+_MEDIA_DEPTH: Final = 64
+
+
+def _set_aside_media(value: Any, media: dict[str, Any], depth: int) -> Any:
+    if type(value).__name__ in _MEDIA_TYPES:
+        token = f"langfusemedia{secrets.token_hex(8)}"
+        media[token] = value
+        return token
+    if depth > _MEDIA_DEPTH:
+        return value
+    if isinstance(value, Mapping):
+        items = cast("Mapping[Any, Any]", value).items()
+        return {k: _set_aside_media(v, media, depth + 1) for k, v in items}
+    if isinstance(value, list | tuple):
+        seq = cast("list[Any] | tuple[Any, ...]", value)
+        return type(seq)(_set_aside_media(v, media, depth + 1) for v in seq)
+    return value
+
+
+def _restore_media(value: Any, media: dict[str, Any], depth: int) -> Any:
+    if isinstance(value, str):
+        return media.get(value, value)
+    if depth > _MEDIA_DEPTH:
+        return value
+    if isinstance(value, dict):
+        items = cast("dict[Any, Any]", value).items()
+        return {k: _restore_media(v, media, depth + 1) for k, v in items}
+    if isinstance(value, list | tuple):
+        seq = cast("list[Any] | tuple[Any, ...]", value)
+        return type(seq)(_restore_media(v, media, depth + 1) for v in seq)
+    return value
 
 
 _default_instance: list[RedactionPolicy] = []

@@ -192,3 +192,33 @@ def test_import_redaction_pulls_no_opentelemetry() -> None:
     code = "import sys, redaction; redaction.RedactionPolicy.default().scrub({'a': 1}); print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_hashing_hashed_data_changes_nothing() -> None:
+    policy = RedactionPolicy(tools=(ToolRule("q", args="hash"),), hash_key=b"k" * 16)
+    args = {"sql": "select 1", "n": 2, "nested": ["a", {"b": "c"}]}
+    once = policy.redact_call(tool_name="q", args=args).args
+    assert policy.redact_call(tool_name="q", args=once).args == once
+    text = policy.redact_call(tool_name="q", args=json.dumps(args)).args
+    assert policy.redact_call(tool_name="q", args=text).args == text
+
+
+def test_strictest_action_of_any_call() -> None:
+    assert RedactionPolicy().strictest("args") == "keep"
+    policy = RedactionPolicy(
+        tools=(ToolRule("a", output="hash"),),
+        agents=(AgentOverlay("x", tools=(ToolRule("b", args="redact"),)),),
+        hash_key=b"k" * 16,
+    )
+    assert policy.strictest("args") == "redact"
+    assert policy.strictest("output") == "hash"
+
+
+def test_langfuse_mask_keeps_langfuse_media_references() -> None:
+    class LangfuseMedia:  # what Langfuse hands to `mask` in place of a base64 data URI
+        pass
+
+    media = LangfuseMedia()
+    out = RedactionPolicy().langfuse_mask(data={"image": media, "note": ["ghp_" + "a1" * 18]})
+    assert out["image"] is media
+    assert out["note"] == ["[redacted:github_token]"]
