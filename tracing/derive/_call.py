@@ -174,10 +174,14 @@ def _outcome_inputs(
 
 
 def shown_tool_name(policy: PolicyLike, tool_name: str) -> str:
-    """The tool name as shown: scrubbed (a name taken from a span name may carry anything)."""
-    if tool_name.isidentifier():
-        return tool_name  # a code-level identifier: nothing to scrub
+    """The tool name as shown: scrubbed (a name taken from a span name may carry anything,
+    and a key pasted as a tool name is an identifier too)."""
     return safe_text(policy.scrub_text(tool_name))
+
+
+def shown_id(policy: PolicyLike, value: str | None) -> str | None:
+    """An identifier (call, session, agent id) as shown and stored: scrubbed like any text."""
+    return safe_text(policy.scrub_text(value)) if value else value
 
 
 def default_call_id(view: SpanView) -> str:
@@ -206,6 +210,7 @@ def _anchor_base(
     ctx: CallContext,
     call_id: str,
     *,
+    policy: PolicyLike,
     tool: str,
     status: Status,
     label: str,
@@ -222,13 +227,13 @@ def _anchor_base(
     # same call (a stream tap in this process, a processor elsewhere) may know it, and a
     # ledger write overwrites every column it carries.
     known: dict[str, Any] = {
-        "session_id": ctx.session_id or facts.session_id,
+        "session_id": shown_id(policy, ctx.session_id or facts.session_id),
         "turn": ctx.turn if ctx.turn is not None else int_or_none(attrs.get(A.TURN)),
-        "batch_id": batch
+        "batch_id": shown_id(policy, batch)
         if isinstance(batch, str) and batch
         else ctx.batch_id or view.parent_span_id,
-        "parent_call_id": ctx.parent_call_id,
-        "agent_id": ctx.agent_id or facts.agent_id,
+        "parent_call_id": shown_id(policy, ctx.parent_call_id),
+        "agent_id": shown_id(policy, ctx.agent_id or facts.agent_id),
         "trace_id": view.trace_id,
         "span_id": view.span_id,
     }
@@ -272,8 +277,10 @@ def derive_start(
     background = view.attributes.get(A.STATUS) == Status.BACKGROUND
     status = Status.BACKGROUND if background else Status.IN_FLIGHT
     label = frame_label(tool_name=shown_tool, status=status, intent=intent)
-    call_id = ctx.call_id or facts.call_id or default_call_id(view)
-    anchor = _anchor_base(view, facts, ctx, call_id, tool=shown_tool, status=status, label=label)
+    call_id = shown_id(policy, ctx.call_id or facts.call_id) or default_call_id(view)
+    anchor = _anchor_base(
+        view, facts, ctx, call_id, policy=policy, tool=shown_tool, status=status, label=label
+    )
     anchor["intent"] = intent
     return StartCall(
         facts=facts,
@@ -404,7 +411,7 @@ def derive_call(
         safe_text(policy.scrub_text(view.status_message)) if view.status_message else None
     )
 
-    call_id = ctx.call_id or facts.call_id or default_call_id(view)
+    call_id = shown_id(policy, ctx.call_id or facts.call_id) or default_call_id(view)
     shaped[A.TOOL_NAME] = shown_tool
     shaped[A.CONVENTION] = facts.convention
     shaped[A.STATUS] = status
@@ -418,10 +425,13 @@ def derive_call(
         shaped[A.OUTCOME] = outcome_v
     shaped.setdefault(A.GEN_AI_OPERATION_NAME, A.GEN_AI_EXECUTE_TOOL)
     shaped.setdefault(A.GEN_AI_TOOL_NAME, shown_tool)
-    anchor = _anchor_base(view, facts, ctx, call_id, tool=shown_tool, status=status, label=label)
+    anchor = _anchor_base(
+        view, facts, ctx, call_id, policy=policy, tool=shown_tool, status=status, label=label
+    )
     if session:
-        shaped[A.SESSION_ID] = safe_text(session)
-        shaped.setdefault(A.GEN_AI_CONVERSATION_ID, safe_text(session))
+        shown_session = shown_id(policy, session) or ""
+        shaped[A.SESSION_ID] = shown_session
+        shaped.setdefault(A.GEN_AI_CONVERSATION_ID, shown_session)
     if anchor.get("agent_id"):
         shaped[A.AGENT_ID] = safe_text(str(anchor.get("agent_id")))
     if anchor.get("turn") is not None:
@@ -429,7 +439,7 @@ def derive_call(
     if anchor.get("batch_id"):
         shaped[A.BATCH_ID] = str(anchor.get("batch_id"))
     if ctx.parent_call_id:
-        shaped[A.PARENT_CALL_ID] = ctx.parent_call_id
+        shaped[A.PARENT_CALL_ID] = shown_id(policy, ctx.parent_call_id) or ""
     if status == Status.BACKGROUND or attrs.get(A.BACKGROUND) is True:
         shaped[A.BACKGROUND] = True
     if timed_out:

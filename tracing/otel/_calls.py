@@ -9,6 +9,7 @@ calls between parallel siblings, and hands shaped copies back to the processor t
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol
@@ -41,13 +42,16 @@ from tracing.derive._conventions import (
     requested_calls,
 )
 from tracing.derive._learn import MAX_TRACES, Pending, RequestedCalls
-from tracing.derive._redact import safe_text
+from tracing.derive._listed import Resolve
+from tracing.derive._redact import safe_text, trace_redactor
 from tracing.intent import read_intent, sanitize_label
 from tracing.otel._options import IntentOptions
-from tracing.otel._spans import copy_span, span_view
+from tracing.otel._spans import Shaper, copy_span, encodable, span_view
 from tracing.status import Status, default_label, frame_label
 
 _MAX_SCOPES: Final = 200_000
+_MAX_CALL_NAMES: Final = 50_000
+"""Tool names of call ids seen (model spans, tool spans), for results listed by id only."""
 
 
 class Owner(Protocol):
@@ -61,8 +65,6 @@ class Owner(Protocol):
     def fail(self, where: str, exc: BaseException) -> None: ...
 
     def forward(self, span: ReadableSpan, langfuse_span: ReadableSpan | None) -> None: ...
-
-    def forward_plain(self, span: ReadableSpan) -> None: ...
 
     def report_dropped(self, session_id: str) -> None: ...
 
@@ -120,6 +122,9 @@ class CallTracker:
         self._by_name: dict[int, list[_Live]] = {}
         self._background: dict[int, tuple[Span, float]] = {}
         self._activity_seen: set[int] = set()
+        self._call_names: OrderedDict[tuple[int, str], str] = OrderedDict()
+        self.shaper = Shaper(trace_redactor(policy))
+        """Redacted copies of spans that are not tool spans, and of every span's resource."""
 
     @property
     def live_calls(self) -> int:
@@ -180,6 +185,8 @@ class CallTracker:
             return
 
         self._owner.count("tool_spans_started")
+        if facts.call_id:
+            self._name_call(context.trace_id, facts.call_id, facts.tool_name)
         if pending is not None:
             self._owner.count("learned_matched")
         ctx = CallContext(
@@ -219,6 +226,17 @@ class CallTracker:
                 self._owner.count("renamed_live")
             span.set_attributes(marks)
         self._record(start.anchor.copy())  # the ledger owns the dict it gets
+
+    def _name_call(self, trace_id: int, call_id: str, tool_name: str) -> None:
+        names = self._call_names
+        names[(trace_id, call_id)] = tool_name
+        if len(names) > _MAX_CALL_NAMES:
+            names.popitem(last=False)
+
+    def resolver(self, trace_id: int) -> Resolve:
+        """Call id -> tool name of calls of this trace seen so far."""
+        names = self._call_names
+        return lambda call_id: names.get((trace_id, call_id))
 
     def _scope(self, span_id: int, scope: _Scope) -> None:
         if len(self._scopes) >= _MAX_SCOPES:  # spans that never end: forget the oldest
@@ -342,13 +360,29 @@ class CallTracker:
                 self._activity(
                     span, attrs, scope.session_id if scope else None, scope.turn if scope else None
                 )
-            self._owner.forward_plain(span)
+            self.forward_other(span, scope.agent_id if scope else None)
             return
         self._settle(span, live, scope, convention)
+
+    def forward_other(self, span: ReadableSpan, agent: str | None = None) -> None:
+        """Export a span that is not a tool span, redacted (``Shaper.plain``); dropped when
+        redaction cannot run (fail closed)."""
+        context = span.context
+        try:
+            resolve = self.resolver(context.trace_id) if context is not None else None
+            shaped = self.shaper.plain(span, agent=agent, resolve=resolve)
+        except Exception as exc:
+            self._owner.count("dropped")
+            self._owner.fail("redact span", exc)
+            return
+        self._owner.forward(encodable(shaped), None)
 
     def _learn(self, trace_id: int, span_id: int, attrs: Mapping[str, Any]) -> None:
         try:
             calls = requested_calls(attrs)
+            for call in calls:
+                if call.call_id:
+                    self._name_call(trace_id, call.call_id, call.tool_name)
             if calls:
                 added = self._requested.add(
                     trace_id, calls, read_intent, batch_id=format_span_id(span_id)
@@ -379,7 +413,7 @@ class CallTracker:
             if facts is None and live is not None:
                 facts = live.facts
             if facts is None:
-                self._owner.forward_plain(span)
+                self.forward_other(span, ctx.agent_id)
                 return
             if live is not None and live.pending is not None:
                 ctx = self._reconcile(live, facts, span)
@@ -400,18 +434,21 @@ class CallTracker:
                 self._settle_minimal(span, live)
             return
         if derived is None:
-            self._owner.forward_plain(span)
+            self.forward_other(span, ctx.agent_id)
             return
         self._owner.count("tool_spans_settled")
         if derived.renamed and (live is None or live.start.name is None):
             self._owner.count("named_at_settle")
         try:
+            agent = ctx.agent_id or facts.agent_id
             shaped = copy_span(
                 span,
                 name=derived.name,
                 attributes=derived.attributes,
                 events=derived.events,
                 status_message=derived.status_message,
+                resource=self.shaper.resource(span.resource),
+                links=self.shaper.links(span, agent),
             )
             for_langfuse = shaped
             if self._owner.has_langfuse:

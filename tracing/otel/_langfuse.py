@@ -12,30 +12,30 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from redaction import TrailEntry
-from redaction._scrubber import placeholder
+from redaction import placeholder
 from tracing import attributes as A
+from tracing.derive._conventions import (
+    ALL_ARGS_KEYS,
+    ALL_RESULT_KEYS,
+    DEFAULT_CONVENTIONS,
+    GENAI,
+    Convention,
+    SpanView,
+    match_convention,
+    requested_calls,
+)
+from tracing.derive._listed import Resolve
+from tracing.derive._redact import SpanRedactor, redact_span_data, trace_redactor
 
 if TYPE_CHECKING:
-    from redaction import Action, RedactionPolicy
+    from redaction import RedactionPolicy
 
 _log = logging.getLogger("tracing.langfuse")
 
-# Where the conventions of DESIGN.md keep a tool span's name, args, result and agent.
-TOOL_NAME_KEYS: Final = (A.TOOL_NAME, "gen_ai.tool.name", "tool.name")
-AGENT_KEYS: Final = (A.AGENT_ID, "gen_ai.agent.id", "gen_ai.agent.name", "agent.id", "agent.name")
-ARGS_KEYS: Final = (
-    "gen_ai.tool.call.arguments",
-    "input.value",
-    "traceloop.entity.input",
-    "langfuse.observation.input",
-)
-OUTPUT_KEYS: Final = (
-    "gen_ai.tool.call.result",
-    "output.value",
-    "traceloop.entity.output",
-    "langfuse.observation.output",
-)
+# Where the conventions keep a tool span's args and results: the processor's own table
+# (tracing/derive/_conventions.py), so that the two paths cannot drift apart.
+ARGS_KEYS: Final = ALL_ARGS_KEYS
+OUTPUT_KEYS: Final = ALL_RESULT_KEYS
 # Attributes that carry the intent (deleted when the intent is hidden) or the outcome (deleted
 # when the outcome is hidden): ours by name, anyone's by the last dotted segment.
 _INTENT_KEYS: Final = frozenset({A.INTENT, A.LABEL})
@@ -48,30 +48,14 @@ _FAIL_CLOSED: Final = "fail closed: redaction could not build the patches"
 Langfuse then drops the batch without a raise in its export thread."""
 
 
-def _tool_name(name: str, attrs: Mapping[str, Any]) -> str | None:
-    for key in TOOL_NAME_KEYS:
-        value = attrs.get(key)
-        if isinstance(value, str) and value:
-            return value
-    if attrs.get("traceloop.span.kind") == "tool":
-        value = attrs.get("traceloop.entity.name")
-        return value if isinstance(value, str) and value else name
-    if attrs.get("langfuse.observation.type") == "tool" or attrs.get("openinference.span.kind") in (
-        "TOOL",
-        "tool",
-    ):
-        return name
-    if attrs.get("gen_ai.operation.name") == "execute_tool":
-        return name.removeprefix("execute_tool ").strip() or name
-    return None
-
-
-def _agent(attrs: Mapping[str, Any]) -> str | None:
-    for key in AGENT_KEYS:
-        value = attrs.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
+def _convention(
+    name: str, attrs: Mapping[str, Any], conventions: tuple[Convention, ...]
+) -> Convention | None:
+    """The convention that recognises a tool span (our own copies by ``intentrace.tool.name``)."""
+    found = match_convention(name, attrs, conventions)
+    if found is None and isinstance(attrs.get(A.TOOL_NAME), str):
+        return GENAI  # our shaped copy for Langfuse: the tool name lives in intentrace.tool.name
+    return found
 
 
 def _is_json(text: str) -> bool:
@@ -82,36 +66,63 @@ def _is_json(text: str) -> bool:
     return True
 
 
+def _batch_calls(spans: Mapping[Any, Any]) -> Resolve:
+    """Call id -> tool name of every call listed or run in one export batch."""
+    names: dict[str, str] = {}
+    for span in spans.values():
+        attrs: Mapping[str, Any] = span.attributes or {}
+        for call in requested_calls(attrs):
+            if call.call_id:
+                names.setdefault(call.call_id, call.tool_name)
+        call_id = attrs.get(A.GEN_AI_TOOL_CALL_ID) or attrs.get(A.OI_TOOL_CALL_ID)
+        tool = attrs.get(A.TOOL_NAME) or attrs.get(A.GEN_AI_TOOL_NAME)
+        if isinstance(call_id, str) and isinstance(tool, str):
+            names.setdefault(call_id, tool)
+    return names.get
+
+
 def _span_patch(
-    policy: RedactionPolicy, name: str, attrs: Mapping[str, Any]
+    policy: RedactionPolicy,
+    name: str,
+    attrs: Mapping[str, Any],
+    *,
+    resolve: Resolve | None = None,
+    conventions: tuple[Convention, ...] = DEFAULT_CONVENTIONS,
 ) -> tuple[dict[str, Any], list[str]]:
-    """(attributes to set, attributes to delete) for one span."""
-    tool = _tool_name(name, attrs)
-    decision = policy.decide(tool, _agent(attrs)) if tool is not None else None
-    actions: dict[str, Action] = {}
+    """(attributes to set, attributes to delete) for one span: the processor's rule."""
+    view = SpanView(name=name, attributes=attrs)
+    convention = _convention(name, attrs, conventions)
     delete: list[str] = []
-    if decision is not None:
-        for key in ARGS_KEYS:
-            actions[key] = decision.args
-        for key in OUTPUT_KEYS:
-            actions[key] = decision.output
+    if convention is not None:
+        facts = convention.facts(view)
+        own_tool = attrs.get(A.TOOL_NAME)
+        tool = own_tool if isinstance(own_tool, str) and own_tool else facts.tool_name
+        own_agent = attrs.get(A.AGENT_ID)
+        agent = own_agent if isinstance(own_agent, str) and own_agent else facts.agent_id
+        decision = policy.decide(tool, agent)
+        redactor = SpanRedactor(
+            policy, tool, agent, str(decision.args), str(decision.output), resolve=resolve
+        )
+        shaped, _, _, _ = redact_span_data(
+            view,
+            redactor,
+            args_keys=convention.args_keys,
+            result_keys=convention.result_keys,
+            keep_ours=True,
+        )
+        new: Mapping[str, Any] = shaped
         for key in attrs:
             last = key.rsplit(".", 1)[-1]
             intent = key in _INTENT_KEYS or last in _INTENT_SUFFIXES
             outcome = key in _OUTCOME_KEYS or last in _OUTCOME_SUFFIXES
             if (intent and not decision.show_intent) or (outcome and not decision.show_outcome):
                 delete.append(key)
-    rest = {k: v for k, v in attrs.items() if k not in actions and k not in delete}
-    scrubbed, _ = policy.scrubber.scrub(rest, "$")
-    new: dict[str, Any] = dict(scrubbed)
-    trail: list[TrailEntry] = []
-    for key, action in actions.items():
-        if key in attrs:
-            new[key] = policy._apply(action, attrs[key], key, trail)  # pyright: ignore[reportPrivateUsage]
+    else:
+        new, _ = trace_redactor(policy).attributes(attrs, resolve=resolve)
     updates: dict[str, Any] = {}
     for key, raw in new.items():
         old = attrs.get(key)
-        if key not in attrs or raw == old:
+        if key not in attrs or key in delete or raw == old:
             continue
         value: Any = tuple(cast("list[Any]", raw)) if isinstance(raw, list) else raw
         # Langfuse's own attributes are JSON text: keep them JSON after a replacement.
@@ -140,10 +151,11 @@ def mask_otel_spans(policy: RedactionPolicy, params: Any) -> Any:
         from langfuse.types import MaskOtelSpansResult, OtelSpanPatch
 
         patches: dict[Any, Any] = {}
+        resolve = _batch_calls(params.spans)
         for identifier, span in params.spans.items():
             attrs: Mapping[str, Any] = span.attributes
             try:
-                updates, delete = _span_patch(policy, str(span.name), attrs)
+                updates, delete = _span_patch(policy, str(span.name), attrs, resolve=resolve)
             except Exception:
                 _log.warning("redaction: a span could not be scrubbed; its text was replaced")
                 updates, delete = _fallback(attrs), []
@@ -159,9 +171,11 @@ def mask_otel_spans(policy: RedactionPolicy, params: Any) -> Any:
 
 def langfuse_span_mask(policy: RedactionPolicy) -> Callable[..., Any]:
     """For ``Langfuse(mask_otel_spans=langfuse_span_mask(policy))``: export-time attribute
-    patches (tool args/results by the policy, every string scrubbed, hidden intent and outcome
-    attributes deleted). Never raises; a span that cannot be scrubbed has its string attributes
-    replaced (fail closed). Span names are out of its reach (the span processor renames)."""
+    patches by the span processor's own rule (``tracing.derive``): tool args/results by the
+    policy, the tool calls any span lists by their tools' policies, every attribute name and
+    string scrubbed, hidden intent and outcome attributes deleted. Never raises; a span that
+    cannot be scrubbed has its string attributes replaced (fail closed). Span names and events
+    are out of its reach (the span processor redacts them)."""
 
     def hook(*, params: Any, **_: Any) -> Any:
         return mask_otel_spans(policy, params)

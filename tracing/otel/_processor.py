@@ -313,11 +313,13 @@ class IntentSpanProcessor(SpanProcessor):
                     self.report_dropped(marker[2])
         try:
             name = self._stub_name(span.name)
+            resource = self._calls.shaper.resource(span.resource)  # (redacted once, cached)
+            stub = stub_span(span, name, scrub=self._stub_name, resource=resource)
         except Exception as exc:  # redaction could not run: export nothing (fail closed)
             self.count("dropped")
             self.fail("stub", exc)
             return
-        self.forward(stub_span(span, name), None)
+        self.forward(stub, None)
 
     def _stub_name(self, name: str) -> str:
         known = self._names.get(name)
@@ -426,9 +428,10 @@ class IntentSpanProcessor(SpanProcessor):
 
     # ----------------------------------------------------------------------------- export
     def forward_plain(self, span: ReadableSpan) -> None:
-        """Export a span that is not a tool call: as it is, made encodable (no lone surrogate
-        anywhere: the OTLP encoder would fail its whole batch)."""
-        self.forward(encodable(span), None)
+        """Export a span that is not a tool span, redacted as every span is (its name,
+        attributes, events, status, links and resource scrubbed; the tool calls it lists
+        redacted by their tools' policies); dropped when redaction cannot run."""
+        self._calls.forward_other(span)
 
     def forward(self, span: ReadableSpan, langfuse_span: ReadableSpan | None) -> None:
         """Hand a shaped copy to every wrapped processor (Langfuse ones get theirs, when it

@@ -24,6 +24,7 @@ from tracing.derive._call import Naming, PolicyLike, RegistryLike
 from tracing.derive._conventions import DEFAULT_CONVENTIONS, Convention
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
 from tracing.ledger import open_ledger
+from tracing.otel._langfuse import langfuse_span_mask
 from tracing.otel._options import ConfigError, IntentOptions
 from tracing.otel._processor import IntentSpanProcessor
 
@@ -123,6 +124,11 @@ def _langfuse_client(
         mask = getattr(policy, "langfuse_mask", None)
         if mask is not None:
             kwargs.setdefault("mask", mask)
+        if isinstance(policy, RedactionPolicy):
+            # the export-time hook: the processor's rule once more on what Langfuse sends (spans
+            # the SDK's own processor got without passing through ours, e.g. a client the app
+            # registered on another provider)
+            kwargs.setdefault("mask_otel_spans", langfuse_span_mask(policy))
         return Langfuse(**kwargs)
     return langfuse  # a client the app made (its processor is on the provider it was given)
 

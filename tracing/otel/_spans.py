@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, cast
 
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor
 from opentelemetry.trace import Link, Status, StatusCode, format_span_id, format_trace_id
 
 from tracing import attributes as A
 from tracing.derive._conventions import EventView, SpanView
-from tracing.derive._redact import safe_text, safe_value
+from tracing.derive._listed import Resolve
+from tracing.derive._redact import TraceRedactor, safe_text, safe_value
+
+_MAX_RESOURCES: Final = 64
 
 
 def plain_attributes(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -60,10 +64,12 @@ def copy_span(
     attributes: Mapping[str, Any] | None = None,
     events: Sequence[EventView] | None = None,
     status_message: str | None = None,
+    resource: Resource | None = None,
+    links: Sequence[Link] | None = None,
 ) -> ReadableSpan:
     """A new ``ReadableSpan`` like ``span`` with some parts replaced."""
     status = span.status
-    if status_message is not None or events is not None:
+    if status_message is not None:  # (None: the description as it was)
         status = (
             Status(StatusCode.ERROR, status_message)
             if status.status_code == StatusCode.ERROR
@@ -73,12 +79,12 @@ def copy_span(
         name=name if name is not None else span.name,
         context=span.context,
         parent=span.parent,
-        resource=span.resource,
+        resource=resource if resource is not None else span.resource,
         attributes=dict(attributes) if attributes is not None else span.attributes,
         events=tuple(Event(e.name, dict(e.attributes), e.time_ns) for e in events)
         if events is not None
         else span.events,
-        links=span.links,
+        links=tuple(links) if links is not None else span.links,
         kind=span.kind,
         status=status,
         start_time=span.start_time,
@@ -104,27 +110,34 @@ STUB_KEYS: Final[tuple[str, ...]] = (
 """What a stub keeps of a span's attributes: identifiers and kinds, never data."""
 
 
-def stub_span(span: ReadableSpan, name: str) -> ReadableSpan:
+def stub_span(
+    span: ReadableSpan,
+    name: str,
+    *,
+    scrub: Callable[[str], str],
+    resource: Resource,
+) -> ReadableSpan:
     """The span as a stub: ``name`` (already scrubbed), identifiers and kinds only
-    (``STUB_KEYS``, the tool name when it is an identifier), ``intentrace.shed``; no events, no
-    status description, links without attributes. For a span whose processing was shed."""
+    (``STUB_KEYS``, the tool name when it is an identifier; both scrubbed with ``scrub``),
+    ``intentrace.shed``; no events, no status description, links without attributes, the
+    ``resource`` as redacted. For a span whose processing was shed."""
     attrs = span.attributes or {}
     kept: dict[str, Any] = {A.SHED: True}
     for key in STUB_KEYS:
         value = attrs.get(key)
         if isinstance(value, str):
-            kept[key] = safe_text(value)
+            kept[key] = safe_text(scrub(value))
         elif isinstance(value, bool | int):
             kept[key] = value
     tool = attrs.get(A.GEN_AI_TOOL_NAME)
     if isinstance(tool, str) and tool.isidentifier():
-        kept[A.GEN_AI_TOOL_NAME] = tool
+        kept[A.GEN_AI_TOOL_NAME] = safe_text(scrub(tool))
     status = span.status
     return ReadableSpan(
         name=safe_text(name),
         context=span.context,
         parent=span.parent,
-        resource=span.resource,
+        resource=resource,
         attributes=kept,
         events=(),
         links=tuple(Link(link.context) for link in span.links),
@@ -203,3 +216,73 @@ def encodable(span: ReadableSpan) -> ReadableSpan:
         end_time=span.end_time,
         instrumentation_scope=span.instrumentation_scope,
     )
+
+
+class Shaper:
+    """Redacted copies of any span's resource and links, and of spans that are not tool spans
+    (one per processor; resources are redacted once each and the copies reused)."""
+
+    def __init__(self, redactor: TraceRedactor) -> None:
+        self.redactor = redactor
+        self._resources: dict[int, tuple[Resource, Resource]] = {}
+
+    def resource(self, resource: Resource) -> Resource:
+        """The resource with its attributes redacted (the same object when nothing changed).
+
+        Raises:
+            RedactionError: scrubbing could not run.
+        """
+        hit = self._resources.get(id(resource))
+        if hit is not None and hit[0] is resource:
+            return hit[1]
+        attrs, removed = self.redactor.attributes(resource.attributes)
+        shown = (
+            resource
+            if not removed and attrs is resource.attributes
+            else Resource(dict(attrs), resource.schema_url)
+        )
+        if len(self._resources) >= _MAX_RESOURCES:
+            self._resources.clear()
+        self._resources[id(resource)] = (resource, shown)
+        return shown
+
+    def links(self, span: ReadableSpan, agent: str | None) -> tuple[Link, ...] | None:
+        """The span's links with their attributes redacted; None when none changed."""
+        if not span.links:
+            return None
+        out: list[Link] = []
+        changed = False
+        for link in span.links:
+            attrs = link.attributes or {}
+            new, _ = self.redactor.attributes(attrs, agent=agent)
+            if new is attrs:
+                out.append(link)
+            else:
+                out.append(Link(link.context, dict(new)))
+                changed = True
+        return tuple(out) if changed else None
+
+    def plain(
+        self, span: ReadableSpan, *, agent: str | None = None, resolve: Resolve | None = None
+    ) -> ReadableSpan:
+        """A span that is not a tool span, as it may leave: name, attributes (names and
+        values), events, status description, links and resource scrubbed; the tool calls it
+        lists redacted by their tools' policies. ``span`` itself when nothing changed.
+
+        Raises:
+            RedactionError: redaction could not run (the caller drops the span).
+        """
+        parts = self.redactor.span(span_view(span), agent=agent, resolve=resolve)
+        resource = self.resource(span.resource)
+        links = self.links(span, agent)
+        if not parts.changed and resource is span.resource and links is None:
+            return span
+        return copy_span(
+            span,
+            name=parts.name,
+            attributes=parts.attributes,
+            events=parts.events,
+            status_message=parts.status_message,
+            resource=resource,
+            links=links,
+        )
