@@ -47,6 +47,7 @@ from tracing.analytics._definitions import (
 from tracing.analytics._source import ReadAgain, Source, open_source
 from tracing.analytics._structure import SessionRows, compute
 from tracing.ledger import Ledger
+from tracing.ledger._files import FILE_MODE, create_private
 
 logger = logging.getLogger("tracing.analytics")
 
@@ -659,11 +660,12 @@ class Analytics:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         options = ", ".join(f"{k}: '{v.replace(chr(39), chr(39) * 2)}'" for k, v in meta.items())
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            create_private(tmp)  # written into as it is: 0600 from the first byte
             db.execute(
                 f"COPY calls TO '{str(tmp).replace(chr(39), chr(39) * 2)}' "
                 f"(FORMAT parquet, KV_METADATA {{{options}}})"
             )
+            os.chmod(tmp, FILE_MODE)
             tmp.replace(path)
         except (OSError, duckdb.Error) as exc:
             logger.warning("intentrace analytics: no snapshot at %s: %s", path, exc)

@@ -389,10 +389,10 @@ class LedgerSource(Source):
 def open_source(ledger: str | Ledger | None) -> Source:
     """The source for a ledger URL (argument > ``$INTENTRACE_LEDGER_URL`` > default) or object."""
     if isinstance(ledger, Ledger):
-        parsed = parse_ledger_url(ledger.url)
+        parsed = parse_ledger_url(ledger.connect_url)
         if parsed.backend == "sqlite" and parsed.path is None:
             return LedgerSource(ledger)
-        url = ledger.url
+        url = ledger.connect_url
     else:
         url = ledger
     try:

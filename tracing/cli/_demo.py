@@ -118,7 +118,7 @@ def demo(  # noqa: PLR0917 - click passes options as arguments
         return
     kwargs: dict[str, Any] = {"host": host, "port": port}
     try:
-        code = run_viewer(report.ledger_url, **kwargs)
+        code = run_viewer(ledger_url, **kwargs)  # (the report's URL has no password)
     except LedgerError as exc:
         raise click.ClickException(str(exc)) from None
     if code not in (0, -2, -15, 130):

@@ -20,7 +20,7 @@ import click
 
 from tracing.cli._ledger import ledger_option
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
-from tracing.ledger import LedgerError, open_ledger
+from tracing.ledger import LedgerError, display_url, open_ledger
 from viewer import APP_PATH
 
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -62,11 +62,12 @@ def viewer_argv(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> list[str]
 
 
 def check_ledger(ledger_url: str | None) -> str:
-    """Open the ledger read-only once and return its URL (``LedgerError`` when it cannot)."""
+    """Open the ledger read-only once and return the URL to open it with (password included:
+    show ``display_url`` of it); ``LedgerError`` when it cannot be opened."""
     ledger = open_ledger(ledger_url, read_only=True)
     try:
         ledger.count_sessions()
-        return ledger.url
+        return ledger.connect_url
     finally:
         ledger.close()
 
@@ -95,7 +96,9 @@ def run_viewer(
     child_env = dict(os.environ if env is None else env)
     child_env[INTENTRACE_LEDGER_URL] = url
     shown = f"[{host}]" if ":" in host else host
-    click.echo(f"intentrace viewer on http://{shown}:{port}  (ledger: {url}; Ctrl-C stops it)")
+    click.echo(
+        f"intentrace viewer on http://{shown}:{port}  (ledger: {display_url(url)}; Ctrl-C stops it)"
+    )
     proc = subprocess.Popen(argv, env=child_env)
     previous: dict[int, object] = {}
 

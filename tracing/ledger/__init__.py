@@ -18,7 +18,7 @@ from tracing.anchor import (
     DroppedInfo,
     SessionInfo,
 )
-from tracing.ledger._config import LedgerError, LedgerOptions, default_ledger_url
+from tracing.ledger._config import LedgerError, LedgerOptions, default_ledger_url, display_url
 from tracing.ledger._ledger import Ledger, open_ledger
 from tracing.ledger._summary import dropped_notes
 
@@ -33,6 +33,7 @@ __all__ = [
     "LedgerOptions",
     "SessionInfo",
     "default_ledger_url",
+    "display_url",
     "dropped_notes",
     "open_ledger",
 ]

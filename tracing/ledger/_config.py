@@ -7,7 +7,8 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
 
@@ -68,11 +69,42 @@ class LedgerURL:
 
     backend: Backend
     url: str
-    """The URL as given (normalised), for display."""
+    """The URL as given (normalised) with its password removed: the one to show and store."""
     path: Path | None = None
     """SQLite: the database file; None for ``:memory:``."""
     dsn: str = ""
-    """PostgreSQL: the libpq connection string/URL."""
+    """PostgreSQL: the libpq connection string/URL (password included: never shown)."""
+
+    @property
+    def connect_url(self) -> str:
+        """The URL to connect with (password included: never shown)."""
+        return self.dsn or self.url
+
+
+_SECRET_PARAMS: Final = frozenset({"password", "sslpassword"})
+
+
+def display_url(url: str) -> str:
+    """``url`` as it may be shown and stored: the password removed from ``user:password@``
+    and from ``password=`` query parameters (``postgresql://app@db:5432/x``)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url if "@" not in url else url.rsplit("@", 1)[-1]
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user = userinfo.split(":", 1)[0]
+        netloc = f"{user}@{host}" if user else host
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        kept = [(k, v) for k, v in pairs if k.lower() not in _SECRET_PARAMS]
+        if len(kept) != len(pairs):
+            query = urlencode(kept)
+    if netloc == parts.netloc and query == parts.query:
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def default_ledger_path() -> Path:
@@ -111,8 +143,8 @@ def parse_ledger_url(url: str | None) -> LedgerURL:
     scheme, sep, rest = text.partition("://")
     if not sep and _SCHEME.match(text):
         raise LedgerError(
-            f"unsupported ledger URL {text!r}: use sqlite:///path.db, sqlite:///:memory: "
-            "or postgresql://user@host/db"
+            f"unsupported ledger URL {display_url(text)!r}: use sqlite:///path.db, "
+            "sqlite:///:memory: or postgresql://user@host/db"
         )
     if not sep:
         # A bare path is a SQLite file (``--ledger ./agent.db``).
@@ -136,9 +168,11 @@ def parse_ledger_url(url: str | None) -> LedgerURL:
     if scheme in ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2"):
         dsn = "postgresql://" + rest
         if not rest or rest.startswith("?"):
-            raise LedgerError(f"bad ledger URL {text!r}: write postgresql://user@host:5432/db")
-        return LedgerURL("postgresql", dsn, dsn=dsn)
+            raise LedgerError(
+                f"bad ledger URL {display_url(text)!r}: write postgresql://user@host:5432/db"
+            )
+        return LedgerURL("postgresql", display_url(dsn), dsn=dsn)
     raise LedgerError(
-        f"unsupported ledger URL {text!r}: use sqlite:///path.db, sqlite:///:memory: "
-        "or postgresql://user@host/db"
+        f"unsupported ledger URL {display_url(text)!r}: use sqlite:///path.db, "
+        "sqlite:///:memory: or postgresql://user@host/db"
     )

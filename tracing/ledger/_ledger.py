@@ -83,7 +83,8 @@ class Ledger:
 
     def __init__(self, parsed: LedgerURL, *, read_only: bool, options: LedgerOptions) -> None:
         self.url: str = parsed.url
-        """The ledger URL (normalised)."""
+        """The ledger URL (normalised), password removed: the one to show and store."""
+        self._connect_url = parsed.connect_url
         self.read_only = read_only
         self._options = options
         self._store = _make_store(parsed, options)
@@ -148,6 +149,11 @@ class Ledger:
                 f"cannot open the ledger {self._store.describe()}: {_one_line(error)}"
             )
         _OPEN.add(self)
+
+    @property
+    def connect_url(self) -> str:
+        """The URL to open this ledger again with (password included: never show it)."""
+        return self._connect_url
 
     def __repr__(self) -> str:
         mode = "read-only" if self.read_only else "read-write"

@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from tracing.anchor import ANCHOR_COLUMNS
 from tracing.ledger._config import LedgerOptions
+from tracing.ledger._files import create_private
 from tracing.ledger._plan import SessionDelta, Update, loaded_row
 from tracing.ledger._store import LIVE_SQL, LOOKUP_COLUMNS, Store
 
@@ -118,7 +119,7 @@ class SQLiteStore(Store):
             conn.execute("PRAGMA query_only = 1")
             return conn
         if role == "writer":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            create_private(self.path)  # (0600: the ledger holds model- and tool-written text)
         conn = sqlite3.connect(
             str(self.path), isolation_level=None, check_same_thread=False, timeout=timeout
         )

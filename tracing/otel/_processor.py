@@ -44,7 +44,7 @@ from tracing.diagnostics import ErrorLog
 from tracing.intent import IntentRegistry, default_registry
 from tracing.otel._calls import CallTracker
 from tracing.otel._options import IntentOptions
-from tracing.otel._spans import encodable, is_langfuse_processor, span_view, stub_span
+from tracing.otel._spans import is_langfuse_processor, span_view, stub_span
 
 __all__ = ["IntentSpanProcessor", "LedgerSink", "notify_background", "span_view"]
 
