@@ -120,6 +120,8 @@ class ListedCalls:
         trees: dict[str, Any] = {}
         layers: dict[str, int] = {}
         for key, value in attrs.items():
+            if isinstance(value, str) and not _may_list(value):
+                continue
             tree, layers[key] = _tree(value)
             if tree is not None:
                 trees[key] = tree
@@ -236,6 +238,12 @@ class ListedCalls:
                     out[key] = value
                     changed = True
         return changed
+
+
+def _may_list(text: str) -> bool:
+    """Text that may list a tool call or result: every shape names a tool, a function or its
+    arguments (``tool_call``, ``tool_calls``, ``tool_use``, ``functionCall``, ``arguments``)."""
+    return "tool" in text or "unction" in text or "rgument" in text
 
 
 def _tree(value: Any) -> tuple[Any, int]:

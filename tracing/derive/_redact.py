@@ -54,6 +54,10 @@ _ENUM_KEYS: Final = frozenset(
 _OURS: Final = frozenset(A.OURS)
 _POLICY: Final = placeholder("policy")
 _CLEAN_KEYS: Final = 16_384
+_CLEAN_PAIRS: Final = 16_384
+_CLEAN_VALUE_CHARS: Final = 256
+_JSON_STARTS: Final = ("{", "[", '"')
+_MESSAGE_PREFIXES: Final = ("llm.", "gen_ai.")
 
 
 def safe_text(text: str) -> str:
@@ -133,12 +137,21 @@ class TraceRedactor:
         policy: the redaction policy (``redaction.RedactionPolicy``).
     """
 
-    __slots__ = ("_clean_keys", "_strict_args", "_strict_output", "may_hide", "policy")
+    __slots__ = (
+        "_clean_keys",
+        "_clean_pairs",
+        "_strict_args",
+        "_strict_output",
+        "may_hide",
+        "policy",
+    )
 
     def __init__(self, policy: _Policy) -> None:
         self.policy = policy
         self._clean_keys: set[str] = set()
         """Attribute names found clean (bounded; names repeat on every span)."""
+        self._clean_pairs: set[tuple[str, Any]] = set()
+        """Short (name, value) pairs found clean (bounded)."""
         self._strict_args = _strictest(policy, "args")
         self._strict_output = _strictest(policy, "output")
         self.may_hide = self._strict_args != "keep" or self._strict_output != "keep"
@@ -188,6 +201,12 @@ class TraceRedactor:
         """
         if not attrs:
             return attrs, 0
+        pairs = self._clean_pairs
+        try:
+            if all(item in pairs for item in attrs.items()):
+                return attrs, 0  # every (name, value) was found clean before
+        except TypeError:  # an unhashable value (a decoded kvlist): scrub it
+            pass
         current: Mapping[str, Any] = attrs
         removed = 0
         if self.may_hide:
@@ -199,9 +218,28 @@ class TraceRedactor:
         value = cast("dict[str, Any]", scrubbed.value)
         renamed = self._dotted_keys(value)
         if removed == 0 and not renamed and not any(_needs_safe(v) for v in attrs.values()):
+            self._remember(attrs)
             return attrs, 0
         out = {safe_text(renamed.get(k, k)): attr_value(v) for k, v in value.items()}
         return out, removed + len(renamed)
+
+    def _remember(self, attrs: Mapping[str, Any]) -> None:
+        """Remember clean short (name, value) pairs: most spans repeat them (``GET``, a model
+        name, a status code). Never data a listed call may hide, which depends on the agent
+        and on the calls seen before (JSON text, model message attributes)."""
+        pairs = self._clean_pairs
+        if len(pairs) >= _CLEAN_PAIRS:
+            pairs.clear()
+        hide = self.may_hide
+        for key, value in attrs.items():
+            if isinstance(value, str):
+                if len(value) > _CLEAN_VALUE_CHARS or (
+                    hide and (value[:1] in _JSON_STARTS or key.startswith(_MESSAGE_PREFIXES))
+                ):
+                    continue
+            elif not isinstance(value, int | float):  # (bool is an int)
+                continue
+            pairs.add((key, value))
 
     def _dotted_keys(self, attrs: Mapping[str, Any]) -> dict[str, str]:
         """Attribute names are dotted paths: each segment is scrubbed as a word of its own
@@ -250,7 +288,8 @@ class TraceRedactor:
         Raises:
             RedactionError: scrubbing could not run (the caller drops the span).
         """
-        agent = agent or _first_text(view.attributes, _AGENT_KEYS)
+        if agent is None and self.may_hide:  # (agents matter only to a policy that hides)
+            agent = _first_text(view.attributes, _AGENT_KEYS)
         name = self.text(view.name)
         attrs, n_attrs = self.attributes(view.attributes, agent=agent, resolve=resolve)
         events, n_events = (None, 0)
