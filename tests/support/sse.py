@@ -448,8 +448,10 @@ def anthropic_stream(
     complete: bool = True,
     error_after: int | None = None,
     text: str | None = "Let me look into that.",
+    thinking: str | None = None,
 ) -> list[bytes]:
-    """A Messages stream: an optional text block, then ``tool_use`` blocks
+    """A Messages stream: an optional thinking block (``thinking_delta``s, a
+    ``signature_delta``), an optional text block, then ``tool_use`` blocks
     [(tool use id, tool name, input JSON)]; ``error_after`` deltas, an ``error`` event."""
 
     def ev(kind: str, **data: Any) -> bytes:
@@ -477,13 +479,24 @@ def anthropic_stream(
         sse({"type": "ping"}, event="ping"),
     ]
     first = 0
-    if text is not None:
-        first = 1
+    if thinking is not None:
         parts += [
-            ev("content_block_start", index=0, content_block={"type": "text", "text": ""}),
-            ev("content_block_delta", index=0, delta={"type": "text_delta", "text": text}),
+            ev("content_block_start", index=0,
+               content_block={"type": "thinking", "thinking": "", "signature": ""}),
+            *[ev("content_block_delta", index=0, delta={"type": "thinking_delta", "thinking": p})
+              for p in split(thinking, 9)],
+            ev("content_block_delta", index=0,
+               delta={"type": "signature_delta", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3h"}),
             ev("content_block_stop", index=0),
+        ]  # fmt: skip
+        first = 1
+    if text is not None:
+        parts += [
+            ev("content_block_start", index=first, content_block={"type": "text", "text": ""}),
+            ev("content_block_delta", index=first, delta={"type": "text_delta", "text": text}),
+            ev("content_block_stop", index=first),
         ]
+        first += 1
     starts = [
         ev(
             "content_block_start",

@@ -44,7 +44,8 @@ def create(server: SSEServer) -> Any:
 def test_raw_stream_identical_events_and_rows(
     sse_server: SSEServer, ledger: Ledger, registry: IntentRegistry
 ) -> None:
-    parts = anthropic_stream([A, B], size=5)
+    # every event type of a Messages stream: thinking (and its signature), text, tool_use
+    parts = anthropic_stream([A, B], size=5, thinking="The user asks about retries; search.")
     sse_server.respond(parts)
     plain = list(create(sse_server))
     sse_server.respond(parts)

@@ -418,3 +418,67 @@ def test_async_raw_and_helper_streams_settle_when_closed_or_left(
         assert r["status"] == Status.ABANDONED and "closed before" in (r["error"] or ""), r
     done = row(ledger, "call_as4")
     assert (done["status"], done["intent"]) == (Status.STREAMING, "Searching for OAuth handling")
+
+
+@pytest.mark.parametrize("kind", ["openai-responses", "anthropic", "openai-chat-async"])
+def test_a_pause_mid_intent_in_every_raw_stream(
+    kind: str, sse_server: SSEServer, ledger: Ledger, registry: IntentRegistry
+) -> None:
+    # The same pause as above in the other wire formats: the row catches up while held.
+    import asyncio
+
+    args = json.dumps({"intent": "Searching for the OAuth token refresh", "q": "refresh"})
+    cut = args.index(" refresh")
+    call = ("id_pause", "search_code", args)
+    if kind == "openai-responses":
+        parts = responses_stream([call], size=cut)
+        hold = next(i for i, p in enumerate(parts) if b"arguments.delta" in p) + 1
+    elif kind == "anthropic":
+        parts = anthropic_stream([call], size=cut, text=None)
+        hold = next(i for i, p in enumerate(parts) if b"input_json_delta" in p) + 2  # "" first
+    else:
+        parts = chat_stream([call], size=cut)
+        hold = next(i for i, p in enumerate(parts) if b'"arguments":"{' in p) + 1
+    script = sse_server.respond(parts, hold_at=hold)
+    tap = StreamTap(
+        ledger=ledger, registry=registry, options=TapOptions(publish_interval_millis=200)
+    )
+
+    def app() -> None:
+        if kind == "openai-responses":
+            client: Any = sdk_client("openai", sse_server)
+            list(tap.wrap(client.responses.create(model="m", input="x", stream=True)))
+        elif kind == "anthropic":
+            client = sdk_client("anthropic", sse_server)
+            list(
+                tap.wrap(
+                    client.messages.create(model="m", max_tokens=9, messages=MESSAGES, stream=True)
+                )
+            )
+        else:
+
+            async def main() -> None:
+                client = sdk_client("openai-async", sse_server)
+                stream = await tap.wrap(
+                    client.chat.completions.create(model="m", messages=MESSAGES, stream=True)
+                )
+                async for _ in stream:
+                    pass
+
+            asyncio.run(main())
+
+    thread = threading.Thread(target=app, daemon=True)
+    thread.start()
+    assert script.reached.wait(10)
+    held = until(
+        lambda: (
+            ledger.flush()
+            and (r := ledger.anchor("id_pause")) is not None
+            and r["intent"] == "Searching for the OAuth token"
+            and r
+        )
+    )
+    assert held and held["status"] == Status.STREAMING, ledger.anchor("id_pause")
+    script.release.set()
+    thread.join(10)
+    assert row(ledger, "id_pause")["intent"] == "Searching for the OAuth token refresh"

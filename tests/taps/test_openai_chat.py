@@ -61,7 +61,8 @@ def create(server: SSEServer) -> Any:
 def test_parallel_interleaved_calls_app_sees_identical_chunks(
     sse_server: SSEServer, ledger: Ledger, registry: IntentRegistry
 ) -> None:
-    parts = chat_stream([A, B], size=5, interleaved=True)
+    # content deltas, parallel calls whose deltas interleave, finish_reason, the usage chunk
+    parts = chat_stream([A, B], size=5, interleaved=True, text="Let me look.", usage=True)
     sse_server.respond(parts)
     plain = list(create(sse_server))
     sse_server.respond(parts)

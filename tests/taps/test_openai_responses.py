@@ -33,7 +33,8 @@ def create(server: SSEServer) -> Any:
 def test_parallel_function_calls_identical_events(
     sse_server: SSEServer, ledger: Ledger, registry: IntentRegistry
 ) -> None:
-    parts = responses_stream([A, B], size=4, interleaved=True)
+    # a message item (every event of a text part) before the parallel function calls
+    parts = responses_stream([A, B], size=4, interleaved=True, text="Let me look.")
     sse_server.respond(parts)
     plain = list(create(sse_server))
     sse_server.respond(parts)
