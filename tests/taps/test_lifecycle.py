@@ -195,6 +195,7 @@ def test_chat_eager_execution_the_app_runs_a_call_before_the_stream_ends(
                         "search_code", json.loads(A[2]), call_id="call_Aa1", tracer=tracer
                     )
                     running.append((cm, cm.__enter__()))
+        assert processor.force_flush()  # (the processor writes from its own thread)
         flying = row(ledger, "call_Aa1")
         assert flying["status"] == Status.IN_FLIGHT, flying  # never "· abandoned"
         cm, call = running[0]

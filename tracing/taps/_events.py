@@ -232,8 +232,8 @@ def _part_delta(tracker: ToolCallTracker, event: Any) -> None:
     delta = event.delta
     if getattr(delta, "part_delta_kind", None) != "tool_call":
         return
-    if delta.tool_call_id or delta.tool_name_delta:
-        tracker.start(event.index, delta.tool_call_id, delta.tool_name_delta)
+    if delta.tool_call_id:  # (a name delta is a piece of a name: the part start had it)
+        tracker.start(event.index, delta.tool_call_id)
     args = delta.args_delta
     if isinstance(args, str) and args and tracker.active:
         tracker.feed(event.index, args)

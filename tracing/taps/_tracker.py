@@ -14,6 +14,7 @@ import heapq
 import itertools
 import json
 import logging
+import os
 import re
 import threading
 import time
@@ -47,6 +48,9 @@ _MAX_BUFFER: Final = 1 << 16
 
 _TRAILING_TOKEN: Final = re.compile(r"[!-~]+\Z")
 """A trailing run of printable ASCII: a word (or a secret) the model may still be writing."""
+
+_MIN_PAUSE: Final = 0.05
+"""Seconds without a delta that make a pause (when the interval is shorter, or 0)."""
 
 _MAX_ERROR: Final = 300
 """Characters of a provider's error message kept in an abandoned call's ``error``."""
@@ -174,6 +178,12 @@ class _Flusher:
         self._order = itertools.count()
         self._thread: threading.Thread | None = None
 
+    def reset(self) -> None:
+        """In a forked child: the thread did not survive, and its lock may be held."""
+        self._cond = threading.Condition(threading.Lock())
+        self._heap = []
+        self._thread = None
+
     def schedule(self, delay_s: float, tracker: ToolCallTracker, call: _Call) -> None:
         due = time.monotonic() + max(0.0, delay_s)
         with self._cond:
@@ -204,6 +214,7 @@ class _Flusher:
 
 
 FLUSHER: Final = _Flusher()
+os.register_at_fork(after_in_child=FLUSHER.reset)
 
 
 class ToolCallTracker:
@@ -218,8 +229,8 @@ class ToolCallTracker:
 
     __slots__ = (
         "_abandon", "_calls", "_clock", "_closed", "_context", "_failure", "_flushes",
-        "_interval", "_lock", "_max_updates", "_on_intent", "_policy", "_recorder", "_registry",
-        "_whole_words", "active", "batch_id", "counts", "interleaved", "tops",
+        "_interval", "_lock", "_max_updates", "_on_intent", "_pause", "_policy", "_recorder",
+        "_registry", "_whole_words", "active", "batch_id", "counts", "interleaved", "tops",
     )  # fmt: skip
 
     def __init__(
@@ -243,6 +254,7 @@ class ToolCallTracker:
         self._whole_words = opts.whole_words
         self._abandon = opts.abandon_incomplete
         self._flushes = opts.flush_pending
+        self._pause = max(self._interval, _MIN_PAUSE)
         self._clock = opts.clock
         self._calls: dict[Hashable, _Call] = {}
         self._closed = False
@@ -265,7 +277,7 @@ class ToolCallTracker:
 
     # --- SDK events ----------------------------------------------------------------------------
     def observe(self, event: object) -> None:
-        """Take one event of an ``openai`` or ``anthropic`` stream (others are ignored)."""
+        """Take one event of any stream ``StreamTap.wrap`` reads (others are ignored)."""
         try:
             route = ROUTES.get(event.__class__)
             if route is None:
@@ -536,7 +548,7 @@ class ToolCallTracker:
             with self._lock:
                 call.pending = None
                 text = self._visible(call, result.text, words=self._whole_words)
-                if text and self._publish(call, text):
+                if text and call.updates < self._max_updates and self._publish(call, text):
                     call.shown = len(text)
                     call.updates += 1
                     call.last_t = now
@@ -553,7 +565,7 @@ class ToolCallTracker:
             with self._lock:
                 if not call.scheduled and not self._closed:
                     call.scheduled = True
-                    FLUSHER.schedule(self._interval, self, call)
+                    FLUSHER.schedule(self._pause, self, call)
 
     def _visible(self, call: _Call, text: str, *, words: bool) -> str | None:
         """What of a growing intent may be published now, or None when nothing new: ``text``
@@ -598,9 +610,9 @@ class ToolCallTracker:
                 if call.updates >= self._max_updates:
                     return
                 idle = time.monotonic() - call.seen_at
-                if idle < self._interval * 0.95:  # the stream goes on: look again later
+                if idle < self._pause * 0.95:  # the stream goes on: look again later
                     call.scheduled = True
-                    FLUSHER.schedule(self._interval - idle, self, call)
+                    FLUSHER.schedule(self._pause - idle, self, call)
                     return
                 text = self._visible(call, pending.text, words=False)
                 if text and self._publish(call, text):
