@@ -21,9 +21,12 @@ import itertools
 import logging
 import threading
 import time
+import traceback
 from collections import deque
 from dataclasses import dataclass
 from typing import Final
+
+from redaction import RedactionPolicy, placeholder
 
 __all__ = ["ErrorLog", "InternalError", "clear_internal_errors", "internal_errors", "last_seq"]
 
@@ -58,6 +61,15 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
+def _scrubbed(text: str) -> str:
+    """``text`` scrubbed by the built-in rules: an exception's message may quote data, and logs
+    are a sink like any other (docs/redaction.md). Fails closed."""
+    try:
+        return RedactionPolicy.default().scrub_text(text)
+    except Exception:
+        return placeholder("error")
+
+
 class ErrorLog:
     """The internal errors of one component (one per processor, feed, ledger, ...).
 
@@ -76,7 +88,9 @@ class ErrorLog:
         """Count ``exc`` (a bug we swallowed at ``where``), log its kind once, keep it. Never
         raises."""
         try:
-            entry = InternalError(self.component, where, _one_line(exc), 0, time.time_ns())
+            entry = InternalError(
+                self.component, where, _scrubbed(_one_line(exc)), 0, time.time_ns()
+            )
             kind = (self.component, where, type(exc).__name__)
             with _lock:
                 entry = InternalError(
@@ -88,13 +102,25 @@ class ErrorLog:
                 first = kind not in _logged
                 _logged.add(kind)
             if first:
-                self._logger.log(
-                    level,
-                    "intentrace %s: internal error in %s (counted, not raised; logged once)",
-                    self.component,
-                    where,
-                    exc_info=exc,
-                )
+                told = "".join(traceback.format_exception(exc))
+                shown = _scrubbed(told)
+                if shown == told:  # nothing to remove: the traceback goes as it is
+                    self._logger.log(
+                        level,
+                        "intentrace %s: internal error in %s (counted, not raised; logged once)",
+                        self.component,
+                        where,
+                        exc_info=exc,
+                    )
+                else:  # the scrubbed text instead of the exception itself
+                    self._logger.log(
+                        level,
+                        "intentrace %s: internal error in %s (counted, not raised; logged "
+                        "once)\n%s",
+                        self.component,
+                        where,
+                        shown.rstrip(),
+                    )
         except Exception:  # pragma: no cover - reporting must never be the thing that raises
             pass
 

@@ -82,3 +82,20 @@ def test_a_swallowed_bug_fails_the_test(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=3, errors=1)
     result.stdout.fnmatch_lines(["*component / hook: RuntimeError: a bug*"])
+
+
+@pytest.mark.internal_errors
+def test_reports_and_logs_carry_no_secret(caplog: pytest.LogCaptureFixture) -> None:
+    secret = "ghp_" + "a1B2" * 9
+    log = ErrorLog("unit", logging.getLogger("tests.unit.secret"))
+    mark = last_seq()
+    with caplog.at_level(logging.WARNING, logger="tests.unit.secret"):
+        try:
+            raise KeyError(f"token {secret}")
+        except KeyError as exc:
+            log.report("somewhere", exc)
+    (error,) = internal_errors(since=mark)
+    assert secret not in error.error and "[redacted:github_token]" in error.error
+    (record,) = caplog.records
+    assert secret not in caplog.text and record.exc_info is None
+    assert "[redacted:github_token]" in record.getMessage()
