@@ -979,6 +979,8 @@ def _cli_commands(
             ["sql", "SELECT * FROM calls", "--columnar", "--format", "csv"],
             ["watch", "--once", "--recent", "100000", "--format", "plain"],
             ["view", "--port", "8599"],
+            ["doctor"],
+            ["doctor", "--json"],
             *(["summary", s, "--max-chars", "1000000"] for s in g_sessions),
             *(
                 ["report", d]

@@ -202,25 +202,39 @@ class TraceRedactor:
         if not attrs:
             return attrs, 0
         pairs = self._clean_pairs
-        try:
-            if all(item in pairs for item in attrs.items()):
-                return attrs, 0  # every (name, value) was found clean before
-        except TypeError:  # an unhashable value (a decoded kvlist): scrub it
-            pass
-        current: Mapping[str, Any] = attrs
+        items = attrs.items()
+        unknown: dict[str, Any] = {}
+        for key, value in items:
+            try:
+                if (key, value) in pairs:
+                    continue  # this (name, value) was found clean before
+            except TypeError:  # an unhashable value (a decoded kvlist): scrub it
+                pass
+            unknown[key] = value
+        if not unknown:
+            return attrs, 0
+        current: Mapping[str, Any] = unknown
         removed = 0
         if self.may_hide:
-            new, listed = self.listed(agent, resolve).attributes(attrs, event_name=event_name)
+            new, listed = self.listed(agent, resolve).attributes(unknown, event_name=event_name)
             if listed.changed:
                 current, removed = new, 1
         scrubbed = self.policy.scrub(dict(current))
         removed += len(scrubbed.trail)
         value = cast("dict[str, Any]", scrubbed.value)
         renamed = self._dotted_keys(value)
-        if removed == 0 and not renamed and not any(_needs_safe(v) for v in attrs.values()):
-            self._remember(attrs)
+        if removed == 0 and not renamed and not any(_needs_safe(v) for v in unknown.values()):
+            self._remember(unknown)
             return attrs, 0
-        out = {safe_text(renamed.get(k, k)): attr_value(v) for k, v in value.items()}
+        out: dict[str, Any] = {}
+        for key, old in items:  # in the order they came, the known-clean ones as they are
+            if key in value:
+                out[safe_text(renamed.get(key, key))] = attr_value(value[key])
+            elif key not in unknown:
+                out[key] = old
+        for key, new_value in value.items():  # names the scrubber changed
+            if key not in unknown and key not in out:
+                out[safe_text(renamed.get(key, key))] = attr_value(new_value)
         return out, removed + len(renamed)
 
     def _remember(self, attrs: Mapping[str, Any]) -> None:
