@@ -8,7 +8,7 @@ Columns of the ``anchors`` table, in this order (the documented schema for ``int
 ==================  ========  ==============================================================
 column              type      meaning
 ==================  ========  ==============================================================
-tool_call_id        text PK   the provider's tool call id, else ``<trace_id>:<span_id>``
+tool_call_id        text PK   the anchor's own id (``anchor_id``: unique across sessions and turns)
 session_id          text      conversation id (``gen_ai.conversation.id``/``session.id``), ''=none
 seq                 integer   monotonic per session, assigned when the anchor is first written
 settle_seq          integer   from the same per-session counter, assigned when it settles
@@ -31,13 +31,24 @@ args                text      JSON of the args as the policy left them (intent s
 result              text      JSON/text of the result as the policy left it, NULL
 redaction           text      JSON: {"args": action, "output": action, "intent_hidden": bool,
                               "outcome_hidden": bool, "scrubbed": count}
-updated_ns          integer   last write, unix epoch nanoseconds
+updated_ns          integer   last write, unix epoch nanoseconds (the writer's clock)
+provider_call_id    text      the provider's tool call id (not unique: ``call_0`` restarts), NULL
+version             integer   row version: from the database's one counter, at every write, in
+                              commit order (what the analytics copy syncs on, never a clock)
 ==================  ========  ==============================================================
+
+**Identity** (docs/ledger.md, "Anchor identity"): ``tool_call_id`` is ``anchor_id(...)`` of the
+call: a hash of (session, turn, provider call id) when the provider gave an id, else of the tool
+span's (trace id, span id). Every writer computes it from what it knows of the call, so the
+processor, ``collect``/``import`` and a stream tap meet in one row; a span's write for an anchor
+already settled under another span is another call that reused the provider id, and is stored
+under its span identity instead.
 
 Other tables: ``sessions`` (session_id PK, next_seq, last_turn, first_ns, last_ns),
 ``blocks`` (session_id, batch_id PK together, turn, activity_label, seq),
 ``dropped`` (session_id, source PK together, count, first_ns, last_ns: what was lost before
-reaching the ledger, see ``Ledger.record_dropped``), ``schema_migrations`` (name PK, applied_ns).
+reaching the ledger, see ``Ledger.record_dropped``), ``schema_migrations`` (name PK, applied_ns),
+``ledger_clock`` (one row: ``next_version``).
 
 ``sessions.next_seq`` is the next number the session's counter hands out (``seq``,
 ``settle_seq`` and ``blocks.seq`` all come from it, so they interleave in event order);
@@ -54,6 +65,8 @@ index                             used by
 anchors (tool_call_id) unique     upserts, ``anchor(id)`` (SQLite: the rowid table's PK index)
 anchors (session_id, seq)         ``session_anchors``, ``checkpoints``, ``blocks``, session stats
 anchors (updated_ns)              ``changed_since`` (the watcher and the live viewer poll it)
+anchors (version)                 the analytics copy's sync (``version > ?``)
+anchors (provider_call_id)        ``anchors_by_provider_id`` (partial: rows with a provider id)
 anchors (status, start_ns)        ``in_flight``: a partial index over live rows only (tiny)
 sessions (last_ns)                ``sessions()`` ordered by last activity
 ================================  ==============================================================
@@ -66,6 +79,7 @@ docs/analytics.md.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Final, Literal, NotRequired, Protocol, TypedDict
 
 from tracing.status import Status
@@ -94,13 +108,47 @@ ANCHOR_COLUMNS: Final[tuple[str, ...]] = (
     "result",
     "redaction",
     "updated_ns",
+    "provider_call_id",
+    "version",
 )
+
+ANCHOR_ID_CHARS: Final = 24
+"""Length of an ``anchor_id`` (hex)."""
+
+
+def anchor_id(
+    provider_call_id: str | None,
+    *,
+    session_id: str | None = None,
+    turn: int | None = None,
+    trace_id: str | None = None,
+    span_id: str | None = None,
+) -> str:
+    """The identity of one tool call: what every writer puts in ``tool_call_id``.
+
+    With a provider call id: a hash of (session, turn, provider id): ``call_0`` in another turn
+    or session is another anchor, and a stream tap (which knows the session and turn but no
+    span) and the span processor (which knows both) get the same id. Without one: a hash of the
+    tool span's (trace id, span id), unique by construction. 24 hex characters (96 bits).
+    ``session_id`` ``None`` and ``''`` are the same (no session), as in the ledger.
+    """
+    if provider_call_id:
+        key = (
+            f"p\x1f{session_id or ''}\x1f{'' if turn is None else int(turn)}\x1f{provider_call_id}"
+        )
+    else:
+        key = f"s\x1f{trace_id or ''}\x1f{span_id or ''}"
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
 class AnchorWrite(TypedDict):
     """What a writer hands to ``Ledger.record``: a full or partial anchor keyed by tool_call_id.
 
-    ``seq``/``settle_seq``/``updated_ns`` are assigned by the ledger, never by writers. A
+    ``tool_call_id`` is the anchor's identity (``anchor_id``); ``provider_call_id`` the
+    provider's id, kept as data. ``seq``/``settle_seq``/``updated_ns``/``version`` are assigned
+    by the ledger, never by writers. A write from a tool span (``trace_id`` and ``span_id``
+    given) for an anchor settled under another span is another call that reused the provider
+    id: it is stored under ``anchor_id(None, trace_id=..., span_id=...)``. A
     write for an id already present updates it in place (idempotent upsert): fields absent
     from the write keep their stored value; a settled status is never overwritten by a live one
     (a late or replayed in-flight write cannot un-settle a call: it only fills columns still
@@ -119,6 +167,7 @@ class AnchorWrite(TypedDict):
     tool_call_id: str
     tool_name: str
     status: Status
+    provider_call_id: NotRequired[str | None]
     session_id: NotRequired[str]
     turn: NotRequired[int | None]
     batch_id: NotRequired[str | None]
@@ -163,6 +212,8 @@ class Anchor(TypedDict):
     result: str | None
     redaction: str | None
     updated_ns: int
+    provider_call_id: str | None
+    version: int
 
 
 ColumnType = Literal["text", "integer", "real"]
@@ -191,11 +242,23 @@ COLUMN_TYPES: Final[dict[str, ColumnType]] = {
     "result": "text",
     "redaction": "text",
     "updated_ns": "integer",
+    "provider_call_id": "text",
+    "version": "integer",
 }
 """SQL type class of each anchor column (the migrations render it per database)."""
 
 NOT_NULL_COLUMNS: Final[frozenset[str]] = frozenset(
-    {"tool_call_id", "session_id", "seq", "tool_name", "label", "status", "start_ns", "updated_ns"}
+    {
+        "tool_call_id",
+        "session_id",
+        "seq",
+        "tool_name",
+        "label",
+        "status",
+        "start_ns",
+        "updated_ns",
+        "version",
+    }
 )
 
 WRITABLE_COLUMNS: Final[frozenset[str]] = frozenset(AnchorWrite.__annotations__)

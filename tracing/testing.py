@@ -145,6 +145,18 @@ class RecordingLedger:
             current.update(write)
         return merged
 
+    def calls(self) -> dict[str, dict[str, Any]]:
+        """``anchors()`` keyed by what a test knows a call by: the provider's call id, else
+        ``<trace_id>:<span_id>`` (the anchor ids themselves are hashes, ``anchor_id``)."""
+        return {_call_key(a): a for a in self.anchors().values()}
+
+
+def _call_key(anchor: Mapping[str, Any]) -> str:
+    provider = anchor.get("provider_call_id")
+    if provider:
+        return str(provider)
+    return f"{anchor.get('trace_id') or ''}:{anchor.get('span_id') or ''}"
+
 
 def _plain(value: Any) -> Any:
     if isinstance(value, tuple | list):
@@ -217,6 +229,11 @@ class Capture:
         """The ledger's anchors so far, merged per call (flushes first)."""
         self.processor.force_flush()
         return self.ledger.anchors()
+
+    def calls(self) -> dict[str, dict[str, Any]]:
+        """``anchors()`` keyed by provider call id, else ``<trace_id>:<span_id>``."""
+        self.processor.force_flush()
+        return self.ledger.calls()
 
     def by_name(self) -> Mapping[str, dict[str, Any]]:
         return {d["name"]: d for d in self.dicts()}

@@ -40,7 +40,7 @@ def reference() -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
     cap = capture(policy=scenarios.POLICY, registry=scenarios.registry())
     with cap, deterministic_clock(FakeClock()):
         scenarios.run(cap.tracer)
-        anchors = cap.anchors()
+        anchors = cap.calls()
         cap.assert_no_internal_errors()
     return anchors, cap.ledger.activities
 
@@ -80,7 +80,7 @@ def test_reference_covers_the_cases() -> None:
 def test_same_anchors_as_the_processor(collected: Collected, transport: str, batched: bool) -> None:
     expected, activities = reference()
     emit_plain(EXPORTERS[transport](collected.url), batched=batched)
-    got = collected.ledger.anchors()
+    got = collected.ledger.calls()
     assert sorted(got) == sorted(expected)
     for call_id, anchor in expected.items():
         assert got[call_id] == anchor, call_id
@@ -102,9 +102,9 @@ def test_shaped_exports_of_the_processor_give_the_same_anchors(collected: Collec
     )
     with cap, deterministic_clock(FakeClock()):
         scenarios.run(cap.tracer)
-        expected = cap.anchors()
+        expected = cap.calls()
         cap.assert_no_internal_errors()
-    got = collected.ledger.anchors()
+    got = collected.ledger.calls()
     assert sorted(got) == sorted(expected)
     for call_id, anchor in expected.items():
         assert got[call_id] == anchor, call_id

@@ -16,6 +16,7 @@ from redaction import RedactionPolicy
 from tests.ledger.conftest import pg_schema_url
 from tracing import IntentRegistry
 from tracing import attributes as A
+from tracing.anchor import anchor_id
 from tracing.collect._feed import SpanFeed
 from tracing.derive._conventions import EventView, SpanView
 from tracing.ledger import open_ledger
@@ -70,7 +71,7 @@ def tool(
 
 
 def call_id(span_id: str) -> str:
-    return f"{TRACE}:{span_id.rjust(16, '0')}"
+    return anchor_id(None, trace_id=TRACE, span_id=span_id.rjust(16, "0"))
 
 
 def test_subagent_calls_find_their_parent_call_when_it_arrives_later() -> None:
@@ -159,7 +160,7 @@ def test_memory_is_bounded() -> None:
     assert stats["spans_indexed"] <= 50
     assert stats["waiting"] <= 10
     assert stats["unresolved"] >= 190
-    assert len(ledger.anchors()) == 200  # every call is written all the same
+    assert len(ledger.calls()) == 200  # every call is written all the same
 
 
 def test_gate_without_the_registry() -> None:
@@ -194,7 +195,7 @@ def test_gate_without_the_registry() -> None:
         ),
     ]
     SpanFeed(ledger, policy=POLICY, registry=IntentRegistry(["lookup", "summarize"])).ingest(spans)
-    got = {a["span_id"][-1]: a for a in ledger.anchors().values()}
+    got = {a["span_id"][-1]: a for a in ledger.calls().values()}
     assert (got["a"]["intent"], got["a"]["label"]) == (None, "Ran crm_update")
     assert json.loads(got["a"]["args"]) == {"intent": "upsell", "account": 7}
     assert got["b"]["intent"] == "Looking up the invoice"
@@ -213,14 +214,14 @@ def test_background_hint_stays_in_flight_until_harvested() -> None:
     feed.ingest(
         [tool("a", None, "run_tests", "Running the suite", extra={**ids, A.STATUS: "background"})]
     )
-    anchor = ledger.anchors()["call_bg"]
+    anchor = ledger.calls()["call_bg"]
     assert (anchor["status"], anchor["label"], anchor["end_ns"]) == (
         "background",
         "Running the suite · in background",
         None,
     )
     feed.ingest([tool("b", None, "run_tests", "Running the suite", start=99, extra=ids)])
-    assert ledger.anchors()["call_bg"]["status"] == "success"
+    assert ledger.calls()["call_bg"]["status"] == "success"
 
 
 def test_learned_calls_need_the_model_span_to_end_before_the_tool_starts() -> None:
@@ -242,7 +243,7 @@ def test_learned_calls_need_the_model_span_to_end_before_the_tool_starts() -> No
     early = view("u", None, name="lookup", start=10)  # started before: not this call
     feed = SpanFeed(ledger, policy=POLICY, registry=IntentRegistry(["lookup"]))
     feed.ingest([early, bare, model])  # arrival order does not matter
-    anchors = ledger.anchors()
+    anchors = ledger.calls()
     assert list(anchors) == ["call_x"]
     assert anchors["call_x"]["intent"] == "Looking up refunds"
     assert anchors["call_x"]["span_id"].endswith("t")
@@ -270,10 +271,10 @@ def test_secrets_are_scrubbed_and_policy_hides_intents() -> None:
         ),
     ]
     SpanFeed(ledger, policy=policy).ingest(spans)
-    text = json.dumps(list(ledger.anchors().values()))
+    text = json.dumps(list(ledger.calls().values()))
     assert token not in text
     assert "Jane" not in text
-    got = {a["tool_name"]: a for a in ledger.anchors().values()}
+    got = {a["tool_name"]: a for a in ledger.calls().values()}
     assert got["query_customers"]["label"] == "Ran query_customers"
     assert json.loads(got["query_customers"]["redaction"])["intent_hidden"] is True
     assert got["run_shell"]["label"].startswith("Checking token [redacted")
@@ -349,7 +350,7 @@ def test_no_internal_error_whatever_the_spans_say(batches: list[list[SpanView]])
         result = feed.ingest(batch)
         assert result.rejected == 0
     assert feed.internal_errors() == []
-    for anchor in ledger.anchors().values():
+    for anchor in ledger.calls().values():
         assert anchor["label"]
 
 
@@ -358,7 +359,7 @@ def test_parent_cycles_do_not_hang_the_feed() -> None:
     feed = SpanFeed(ledger, policy=POLICY)
     feed.ingest([tool("a", "a", "read_file", "Reading a")])  # its own parent
     feed.ingest([tool("b", "c", "read_file", "Reading b"), view("c", "b")])  # a loop of two
-    assert len(ledger.anchors()) == 2
+    assert len(ledger.calls()) == 2
     assert feed.stats()["cycles"] >= 1
     assert feed.internal_errors() == []
-    assert all(a["parent_call_id"] != a["tool_call_id"] for a in ledger.anchors().values())
+    assert all(a["parent_call_id"] != a["tool_call_id"] for a in ledger.calls().values())

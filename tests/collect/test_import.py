@@ -63,7 +63,7 @@ def test_import_lines_counts_bad_lines() -> None:
     assert report.problems[0].startswith("line 1: body is not JSON")
     assert report.problems[1].startswith("line 3: body is not JSON")
     assert report.problems[2] == "line 5: resourceSpans: expected a list, got a number"
-    assert sorted(a["label"] for a in ledger.anchors().values()) == [
+    assert sorted(a["label"] for a in ledger.calls().values()) == [
         "Read file 0",
         "Read file 1",
         "Read file 2",

@@ -86,7 +86,7 @@ def test_real_exporter_protobuf(collected: Collected) -> None:
     ) as call:
         call.set_result({"hits": 12}, outcome="Found 12 OAuth handlers")
     provider.shutdown()
-    (anchor,) = collected.ledger.anchors().values()
+    (anchor,) = collected.ledger.calls().values()
     assert anchor["label"] == "Found 12 OAuth handlers"
     assert anchor["intent"] == "Searching for OAuth handling"
     assert anchor["status"] == "success"
@@ -99,7 +99,7 @@ def test_protobuf_response_is_an_export_response(collected: Collected) -> None:
     assert response.status == 200
     parsed = export_response(response)
     assert not parsed.HasField("partial_success")
-    assert len(collected.ledger.anchors()) == 3
+    assert len(collected.ledger.calls()) == 3
 
 
 def test_json_body_gets_a_json_response(collected: Collected) -> None:
@@ -107,7 +107,7 @@ def test_json_body_gets_a_json_response(collected: Collected) -> None:
     assert response.status == 200
     assert response.headers["content-type"] == JSON
     assert response.json() == {}
-    labels = sorted(a["label"] for a in collected.ledger.anchors().values())
+    labels = sorted(a["label"] for a in collected.ledger.calls().values())
     assert labels == ["Found 0 things", "Found 1 things"]
 
 
@@ -121,7 +121,7 @@ def test_gzip_bodies(collected: Collected) -> None:
             headers={"Content-Encoding": "gzip"},
         )
         assert response.status == 200, status_message(response)
-    assert len(collected.ledger.anchors()) == 2  # the same spans twice: idempotent
+    assert len(collected.ledger.calls()) == 2  # the same spans twice: idempotent
 
 
 def test_keep_alive_serves_several_requests_on_one_connection(collected: Collected) -> None:
@@ -156,11 +156,11 @@ def test_token_required(collect: Callable[..., Collected]) -> None:
     assert "bearer token" in status_message(denied)
     wrong = post(rx.url, body, headers={"Authorization": "Bearer nope"})
     assert wrong.status == 401
-    assert rx.ledger.anchors() == {}
+    assert rx.ledger.calls() == {}
 
     exporter = OTLPSpanExporter(endpoint=rx.url, headers={"Authorization": "Bearer s3cret-token"})
     assert exporter.export(make_spans(1)) is SpanExportResult.SUCCESS
-    assert len(rx.ledger.anchors()) == 1
+    assert len(rx.ledger.calls()) == 1
     no_token = OTLPSpanExporter(endpoint=rx.url)
     assert no_token.export(make_spans(1)) is SpanExportResult.FAILURE
     assert rx.receiver.stats()["http_401"] == 3
@@ -234,7 +234,7 @@ def test_malformed_bodies_get_clear_errors_and_the_receiver_survives(collected: 
         assert response.status == status, name
         assert message in status_message(response), (name, status_message(response))
         assert "\n" not in status_message(response)
-    assert collected.ledger.anchors() == {}
+    assert collected.ledger.calls() == {}
     assert post(collected.url, protobuf_body(make_spans(1))).status == 200
 
 
@@ -271,7 +271,7 @@ def test_partial_success_names_the_rejected_spans(collected: Collected) -> None:
     assert partial["rejectedSpans"] == "1"
     assert "spans[1]" in partial["errorMessage"]
     assert "traceId" in partial["errorMessage"]
-    assert len(collected.ledger.anchors()) == 1
+    assert len(collected.ledger.calls()) == 1
 
 
 @pytest.mark.internal_errors
@@ -300,7 +300,7 @@ def test_partial_success_when_redaction_fails() -> None:
         parsed = export_response(post(rx.traces_url, protobuf_body(spans)))
     assert parsed.partial_success.rejected_spans == 1
     assert "redaction failed" in parsed.partial_success.error_message
-    assert [a["tool_name"] for a in ledger.anchors().values()] == ["search_code"]
+    assert [a["tool_name"] for a in ledger.calls().values()] == ["search_code"]
     assert feed.stats()["rejected"] == 1
 
 

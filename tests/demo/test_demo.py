@@ -27,7 +27,7 @@ from tracing.demo._run import DEMO_POLICY, run_demo, session_ids
 from tracing.ledger import Anchor, Ledger, open_ledger
 
 END_NS = 1_750_000_000_000_000_000
-VOLATILE = ("updated_ns",)
+VOLATILE = ("updated_ns", "version")  # when and in which order it was written
 SEQS = ("seq", "settle_seq")  # the receiver numbers calls in the order they arrive
 
 

@@ -59,6 +59,7 @@ def rows(ledger: Ledger, sessions: Sequence[str]) -> list[dict[str, object]]:
     out = [dict(r) for s in sessions for r in ledger.session_anchors(s)]
     for r in out:
         r.pop("updated_ns")
+        r.pop("version")
         r.pop("start_ns")  # defaulted to the write time when no write gave it
         r.pop("duration_ms")
     return sorted(out, key=lambda r: str(r["tool_call_id"]))

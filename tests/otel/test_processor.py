@@ -47,7 +47,7 @@ def _live_name(call: ToolCall) -> str:
 
 def _dump(cap: Capture) -> str:
     return json.dumps(cap.dicts(), ensure_ascii=False) + json.dumps(
-        list(cap.anchors().values()), ensure_ascii=False
+        list(cap.calls().values()), ensure_ascii=False
     )
 
 
@@ -156,7 +156,7 @@ def test_error_and_cancel_framing_never_past_tense() -> None:
         with pytest.raises(asyncio.CancelledError):
             asyncio.run(cancelled_call(cap))
         spans = cap.dicts()
-        anchors = cap.anchors()
+        anchors = cap.calls()
     assert [s["name"] for s in spans] == [
         "Reading the router · failed",
         "Indexing the repo · cancelled",
@@ -287,7 +287,7 @@ def test_policy_hides_intent_when_args_are_redacted() -> None:
         ) as c:
             c.set_result("ok", outcome="Read the prod vault")
         (span,) = cap.dicts()
-        (anchor,) = cap.anchors().values()
+        (anchor,) = cap.calls().values()
     assert probe.started == ["execute_tool read_secrets"]
     assert span["name"] == "execute_tool read_secrets"
     attrs = span["attributes"]
@@ -337,7 +337,7 @@ def test_redaction_error_drops_the_span_and_counts() -> None:
         with tool_call("other", {"q": 1}, tracer=cap.tracer):
             pass
         spans = cap.dicts()
-        anchors = cap.anchors()
+        anchors = cap.calls()
     assert [s["name"] for s in spans] == ["execute_tool other"]
     assert cap.processor.stats()["dropped"] == 1
     assert any("RedactionError" in e for _, e in cap.processor.internal_errors())
@@ -372,13 +372,13 @@ def test_ledger_in_flight_then_settled_with_batch_session_and_parent_call() -> N
             ):
                 pass
         step_id = format(step.get_span_context().span_id, "016x")
-        anchors = cap.anchors()
+        anchors = cap.calls()
     a, b = anchors["call_A"], anchors["call_B"]
     assert a["status"] == b["status"] == "success"
     assert a["session_id"] == b["session_id"] == "conv-7"
     assert a["agent_id"] == "coder" and a["turn"] == 3
     assert a["batch_id"] == step_id
-    assert b["parent_call_id"] == "call_A"
+    assert b["parent_call_id"] == a["tool_call_id"]  # the parent anchor's own id
     assert a.get("parent_call_id") is None
     assert a["end_ns"] >= a["start_ns"] > 0
     assert json.loads(str(b["args"])) == {}
@@ -391,7 +391,7 @@ def test_session_inherited_from_ancestor_span_attributes() -> None:
             tool_call("t", {"intent": "Doing it"}, tracer=cap.tracer, label_bearing=True),
         ):
             pass
-        (anchor,) = cap.anchors().values()
+        (anchor,) = cap.calls().values()
     assert anchor["session_id"] == ""  # an ancestor's attribute is not our session(...)
     with capture() as cap:
         with session("s1"):
@@ -404,7 +404,7 @@ def test_session_inherited_from_ancestor_span_attributes() -> None:
             tool_call("t", {"intent": "Doing it"}, tracer=cap.tracer, label_bearing=True),
         ):
             pass
-        (anchor,) = cap.anchors().values()
+        (anchor,) = cap.calls().values()
     assert anchor["session_id"] == "s1"  # inherited from the ancestor started in session(...)
 
 
@@ -461,7 +461,7 @@ def test_activity_label_names_the_block() -> None:
                     ):
                         pass
         block_id = format(block.get_span_context().span_id, "016x")
-        anchors = cap.anchors()
+        anchors = cap.calls()
     assert cap.ledger.activities == [
         {
             "session_id": "conv-1",

@@ -10,6 +10,7 @@ import pytest
 
 from tracing import IntentOptions, current_call, tool
 from tracing import attributes as A
+from tracing.anchor import anchor_id
 from tracing.testing import capture, deterministic_clock
 
 
@@ -82,7 +83,9 @@ def test_whole_span_list_with_deterministic_ids_and_clock() -> None:
                 A.STATUS: "success",
                 A.LABEL: "Read router.py",
                 A.ORIGINAL_NAME: "execute_tool read_file",
-                A.TOOL_CALL_ID: "00000000000000000000000000000001:0000000000000002",
+                A.TOOL_CALL_ID: anchor_id(
+                    None, trace_id="00000000000000000000000000000001", span_id="0000000000000002"
+                ),
                 A.INTENT: "Reading the router",
                 A.OUTCOME: "Read router.py",
                 A.BATCH_ID: step,

@@ -73,14 +73,14 @@ def test_threads_and_tasks_do_not_cross_talk() -> None:
             t.join()
 
         spans = cap.dicts()
-        anchors = cap.anchors()
+        anchors = cap.anchors()  # by anchor id, what the spans carry
         cap.assert_no_internal_errors()
 
     assert len(spans) == THREADS * CALLS + TASKS + 5
     for span in spans:
         attrs = span["attributes"]
-        call_id = attrs[A.TOOL_CALL_ID]
-        anchor = anchors[call_id]
+        anchor = anchors[attrs[A.TOOL_CALL_ID]]
+        call_id = str(anchor["provider_call_id"])
         assert anchor["status"] == "success"
         if call_id.startswith("t"):
             n, i = call_id[1:].split("-")
@@ -91,7 +91,7 @@ def test_threads_and_tasks_do_not_cross_talk() -> None:
             assert span["name"] == f"Fetched {call_id}"
             assert anchor["session_id"] == f"task-{call_id[1:]}"
         else:
-            n = dispatched.index(call_id)
+            n = dispatched.index(anchor["tool_call_id"])
             assert span["name"] == f"Indexed b{n}"
             assert attrs[A.BACKGROUND] is True
     assert cap.processor.stats()["live_calls"] == 0

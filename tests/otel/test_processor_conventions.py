@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from redaction import RedactionPolicy
 from tracing import IntentOptions, IntentRegistry
 from tracing import attributes as A
+from tracing.anchor import anchor_id
 from tracing.derive._call import derive_call
 from tracing.derive._conventions import (
     DEFAULT_CONVENTIONS,
@@ -70,7 +71,7 @@ def test_openinference_tool_span_attributes_only_at_end(input_value: str) -> Non
             },
         )
         (span,) = cap.dicts()
-        (anchor,) = cap.anchors().values()
+        (anchor,) = cap.calls().values()
     assert span["name"] == "Found the MCP wiring"
     assert span["attributes"][A.INTENT] == "Searching for MCP wiring"
     assert span["attributes"][A.CONVENTION] == "openinference"
@@ -92,7 +93,7 @@ def test_traceloop_truncated_input() -> None:
             },
         )
         (span,) = cap.dicts()
-        (anchor,) = cap.anchors().values()
+        (anchor,) = cap.calls().values()
     assert span["name"] == "Reading the router"
     assert anchor["tool_name"] == "read_file" and anchor["session_id"] == "s-tl"
 
@@ -197,7 +198,7 @@ def test_learned_from_openinference_model_span_names_tool_spans_at_start() -> No
                     },
                 )
         names = [s["name"] for s in cap.dicts()]
-        anchors = cap.anchors()
+        anchors = cap.calls()
         stats = cap.processor.stats()
     assert probe.names[2:] == ["Searching for OAuth", "Searching for MCP"]  # named at start
     assert names[1:3] == ["Searching for OAuth", "Searching for MCP"]
@@ -304,7 +305,8 @@ def test_derive_call_on_a_plain_view_is_what_the_receiver_uses() -> None:
     assert derived is not None
     assert derived.name == "Searching for OAuth · failed"
     anchor = derived.anchor
-    assert anchor["tool_call_id"] == "call_9"
+    assert anchor["tool_call_id"] == anchor_id("call_9", session_id="conv-1")
+    assert anchor.get("provider_call_id") == "call_9"
     assert anchor["status"] == "error"
     assert anchor.get("batch_id") == "ef" * 8
     assert anchor.get("session_id") == "conv-1"
@@ -349,9 +351,10 @@ def test_parallel_calls_started_out_of_order_get_their_own_call_ids(overlap: boo
                 finish(first, "Searching B")  # trades with the call still waiting
                 second = tool_span(cap)
                 finish(second, "Searching A")
-        anchors = cap.anchors()
+        anchors = cap.calls()
+        by_id = cap.anchors()
         tools = [s for s in cap.dicts() if A.TOOL_CALL_ID in s["attributes"]]
-        spans = {s["attributes"][A.TOOL_CALL_ID]: s for s in tools}
+        spans = {by_id[s["attributes"][A.TOOL_CALL_ID]]["provider_call_id"]: s for s in tools}
     span_of = {"c1": second, "c2": first}
     for call_id, intent in (("c1", "Searching A"), ("c2", "Searching B")):
         assert anchors[call_id]["intent"] == intent

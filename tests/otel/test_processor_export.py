@@ -57,7 +57,7 @@ def test_otlp_http_wire(rx: OtlpReceiver, monkeypatch: pytest.MonkeyPatch) -> No
     setup = configure(otlp=True, provider=TracerProvider(), set_global=False, ledger=False)
     _calls(setup.provider.get_tracer("app"))
     assert setup.force_flush()
-    spans = {s.attributes[A.TOOL_CALL_ID]: s for s in rx.wait_for_spans(3)}
+    spans = {s.attributes[A.GEN_AI_TOOL_CALL_ID]: s for s in rx.wait_for_spans(3)}
     setup.shutdown()
     assert spans["call_1"].name == "Found 3 OAuth handlers"
     assert spans["call_2"].name == "Reading the vault config · failed"
@@ -126,7 +126,9 @@ def test_langfuse_sdk_wire(rx: OtlpReceiver) -> None:
         with tracer.start_as_current_span("request handler"):  # no gen_ai.*: filtered out
             _calls(tracer)
         assert setup.force_flush()
-        spans = {s.attributes[A.TOOL_CALL_ID]: s for s in rx.wait_for_spans(3, path=LANGFUSE_PATH)}
+        spans = {
+            s.attributes[A.GEN_AI_TOOL_CALL_ID]: s for s in rx.wait_for_spans(3, path=LANGFUSE_PATH)
+        }
     finally:
         setup.langfuse.shutdown()  # pyright: ignore[reportOptionalMemberAccess]
         setup.shutdown()
@@ -159,8 +161,12 @@ def test_both_destinations_and_an_existing_provider(
         assert len(setup.processor.processors) == 2  # the app's exporter + Langfuse's
         _calls(provider.get_tracer("app"))
         assert setup.force_flush()
-        otlp = {s.attributes[A.TOOL_CALL_ID]: s for s in rx.wait_for_spans(3, path="/v1/traces")}
-        lf = {s.attributes[A.TOOL_CALL_ID]: s for s in rx.wait_for_spans(3, path=LANGFUSE_PATH)}
+        otlp = {
+            s.attributes[A.GEN_AI_TOOL_CALL_ID]: s for s in rx.wait_for_spans(3, path="/v1/traces")
+        }
+        lf = {
+            s.attributes[A.GEN_AI_TOOL_CALL_ID]: s for s in rx.wait_for_spans(3, path=LANGFUSE_PATH)
+        }
     finally:
         setup.langfuse.shutdown()  # pyright: ignore[reportOptionalMemberAccess]
         setup.shutdown()

@@ -24,12 +24,15 @@ REGISTRY = IntentRegistry(["search_code", "read_file"])
 
 def _tool_spans(cap: Capture) -> dict[str, dict[str, Any]]:
     spans = [s for s in cap.dicts() if A.TOOL_CALL_ID in s["attributes"]]
-    return {s["attributes"][A.TOOL_CALL_ID]: s for s in spans}
+    return {
+        s["attributes"].get(A.GEN_AI_TOOL_CALL_ID) or s["attributes"][A.TOOL_CALL_ID]: s
+        for s in spans
+    }
 
 
 def _check(cap: Capture) -> None:
     spans = _tool_spans(cap)
-    anchors = cap.anchors()
+    anchors = cap.calls()
     cap.assert_no_internal_errors()
     assert spans["c1"]["name"] == "Found 2 results for oauth"
     assert spans["c2"]["name"] == "Found 2 results for mcp"

@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from redaction import PolicyError
 from tracing import ConfigError, IntentSpanProcessor, activity, configure, session, tool_call
 from tracing import attributes as A
+from tracing.anchor import anchor_id
 from tracing.ledger import open_ledger
 
 
@@ -34,7 +35,7 @@ def test_real_ledger_gets_in_flight_then_settled_anchors(tmp_path: Path) -> None
         setup.processor.force_flush()
         assert setup.ledger is not None
         setup.ledger.flush()  # pyright: ignore[reportAttributeAccessIssue]
-        live = open_ledger(url, read_only=True).anchor("k1")
+        live = next(iter(open_ledger(url, read_only=True).by_provider_id("k1")), None)
         assert live is not None and live["status"] == "in_flight"
         assert live["intent"] == "Searching auth"
         c.set_outcome("Found auth")
@@ -42,7 +43,8 @@ def test_real_ledger_gets_in_flight_then_settled_anchors(tmp_path: Path) -> None
     setup.shutdown()
     reader = open_ledger(url, read_only=True)
     (anchor,) = reader.session_anchors("conv-db")
-    assert anchor["tool_call_id"] == "k1"
+    assert anchor["tool_call_id"] == anchor_id("k1", session_id="conv-db", turn=1)
+    assert anchor["provider_call_id"] == "k1"
     assert anchor["status"] == "success" and anchor["label"] == "Found auth"
     assert anchor["agent_id"] == "coder" and anchor["turn"] == 1
     (block,) = reader.blocks("conv-db")

@@ -10,7 +10,7 @@ import pytest
 from tests.ledger.conftest import FAST
 from tests.support.sse import SSEServer
 from tracing import IntentRegistry
-from tracing.ledger import AnchorWrite, Ledger, open_ledger
+from tracing.ledger import Anchor, AnchorWrite, Ledger, open_ledger
 from tracing.taps import tap_stats
 
 TOOLS = ("search_code", "read_file")
@@ -66,7 +66,17 @@ class Spy:
             self.inner.set_activity(session_id, batch_id, label, turn=turn)
 
     def of(self, call_id: str) -> list[dict[str, Any]]:
-        return [w for w in self.writes if w["tool_call_id"] == call_id]
+        """The writes of the call the provider gave ``call_id`` (or of anchor ``call_id``)."""
+        ids = {w["tool_call_id"] for w in self.writes if w.get("provider_call_id") == call_id}
+        ids.add(call_id)
+        return [w for w in self.writes if w["tool_call_id"] in ids]
+
+
+def one_by_provider(ledger: Ledger, provider_call_id: str) -> Anchor | None:
+    """The one call the provider gave this id (None: none; fails when there are several)."""
+    found = ledger.by_provider_id(provider_call_id)
+    assert len(found) <= 1, found
+    return found[0] if found else None
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import anthropic
 import pytest
 
 from tests.support.sse import MSG_ID, SSEServer, anthropic_stream, split
-from tests.taps.conftest import sdk_client
+from tests.taps.conftest import one_by_provider, sdk_client
 from tracing import IntentRegistry
 from tracing.ledger import Ledger
 from tracing.taps import StreamTap
@@ -61,7 +61,8 @@ def test_raw_stream_identical_events_and_rows(
     assert ledger.flush()
     rows = ledger.session_anchors("a-1")
     assert [
-        (r["tool_call_id"], r["status"], r["intent"], r["batch_id"], r["agent_id"]) for r in rows
+        (r["provider_call_id"], r["status"], r["intent"], r["batch_id"], r["agent_id"])
+        for r in rows
     ] == [
         ("toolu_01A", "streaming", "Looking for the retry policy", MSG_ID, "claude"),
         ("toolu_01B", "streaming", "Opening config/retry.toml", MSG_ID, "claude"),
@@ -91,7 +92,7 @@ def test_message_stream_text_stream_and_final_message(
         json.loads(B[2]),
     ]
     assert ledger.flush()
-    assert {r["tool_call_id"]: r["intent"] for r in ledger.session_anchors("a-2")} == {
+    assert {r["provider_call_id"]: r["intent"] for r in ledger.session_anchors("a-2")} == {
         "toolu_01A": "Looking for the retry policy",
         "toolu_01B": "Opening config/retry.toml",
     }
@@ -112,7 +113,7 @@ def test_async_message_stream(
     assert "input_json" in types and types[-1] == "message_stop"
     assert ledger.flush()
     (row,) = ledger.session_anchors("a-3")
-    assert (row["tool_call_id"], row["intent"]) == ("toolu_01B", "Opening config/retry.toml")
+    assert (row["provider_call_id"], row["intent"]) == ("toolu_01B", "Opening config/retry.toml")
 
 
 def test_error_event_mid_stream(
@@ -131,7 +132,7 @@ def test_error_event_mid_stream(
         errors.append(f"{type(info.value).__name__}: {info.value}")
     assert errors[0] == errors[1] and "Overloaded" in errors[0]
     assert ledger.flush()
-    rows = {r["tool_call_id"]: r for r in ledger.session_anchors("a-4")}
+    rows = {r["provider_call_id"]: r for r in ledger.session_anchors("a-4")}
     assert (rows["toolu_01A"]["status"], rows["toolu_01A"]["intent"]) == (
         "streaming",
         "Looking for the retry policy",
@@ -149,7 +150,7 @@ def test_input_json_cut_mid_surrogate_pair(
     sse_server.respond(anthropic_stream([("toolu_E", "search_code", args)], size=1, text=None))
     list(StreamTap(ledger=ledger, registry=registry).wrap(create(sse_server)))
     assert ledger.flush()
-    row = ledger.anchor("toolu_E")
+    row = one_by_provider(ledger, "toolu_E")
     assert row is not None and row["intent"] == "Grepping for 😀 in 日本語 docs"
 
 
@@ -167,7 +168,7 @@ def test_leaving_the_stream_block_early_finishes_the_tap(
                 break
         kept = s  # the application still holds the stream: no garbage collection involved
     assert ledger.flush()
-    rows = {r["tool_call_id"]: r for r in ledger.session_anchors("a-5")}
+    rows = {r["provider_call_id"]: r for r in ledger.session_anchors("a-5")}
     assert kept is s and set(rows) == {"toolu_01A"}  # B never started
     assert (rows["toolu_01A"]["status"], rows["toolu_01A"]["intent"]) == (
         "streaming", "Looking for the retry policy",
@@ -182,7 +183,7 @@ def test_leaving_the_stream_block_early_finishes_the_tap(
             if event.type == "input_json" and snapshot.get("intent") == INTENT_A:
                 break
     assert ledger.flush()
-    row = ledger.anchor("toolu_01C")
+    row = one_by_provider(ledger, "toolu_01C")
     assert row is not None and (row["status"], row["intent"]) == (
         "abandoned",
         "Looking for the retry policy",

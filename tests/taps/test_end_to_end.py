@@ -47,7 +47,7 @@ def test_stream_then_tool_spans_update_the_same_rows(
         ) as s:
             message = s.get_final_message()
         assert ledger.flush()
-        live = {r["tool_call_id"]: r for r in ledger.session_anchors("conv-e2e")}
+        live = {r["provider_call_id"]: r for r in ledger.session_anchors("conv-e2e")}
         assert {
             k: (r["status"], r["intent"], r["agent_id"], r["turn"]) for k, r in live.items()
         } == {
@@ -63,13 +63,13 @@ def test_stream_then_tool_spans_update_the_same_rows(
     provider.shutdown()
     assert ledger.flush()
     rows = ledger.session_anchors("conv-e2e")
-    assert [(r["tool_call_id"], r["status"], r["label"]) for r in rows] == [
+    assert [(r["provider_call_id"], r["status"], r["label"]) for r in rows] == [
         ("toolu_e2e_1", "success", "Done: search_code"),
         ("toolu_e2e_2", "success", "Done: read_file"),
     ]
     for r in rows:
-        assert r["seq"] == live[r["tool_call_id"]]["seq"]  # updated in place, never a new row
-        assert r["intent"] == live[r["tool_call_id"]]["intent"] and r["trace_id"] is not None
-        statuses = [w["status"] for w in spy.of(r["tool_call_id"])]
+        assert r["seq"] == live[r["provider_call_id"]]["seq"]  # updated in place, never a new row
+        assert r["intent"] == live[r["provider_call_id"]]["intent"] and r["trace_id"] is not None
+        statuses = [w["status"] for w in spy.of(str(r["provider_call_id"]))]
         assert statuses[0] == "streaming" and statuses[-2:] == ["in_flight", "success"]
         assert set(statuses[:-2]) == {"streaming"}

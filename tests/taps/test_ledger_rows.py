@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.ledger.conftest import FAST, pg_schema_url
+from tracing.anchor import anchor_id
 from tracing.ledger import AnchorWrite, Ledger, open_ledger
 
 
@@ -116,37 +117,47 @@ def test_streaming_and_in_flight_in_one_batch(any_ledger: Ledger) -> None:
 
 def test_the_processor_keeps_what_only_the_tap_knew(any_ledger: Ledger) -> None:
     # The tap saw the model's response (its id is the batch); the tool span has no parent
-    # span, so the processor knows no batch, session or turn: it must not write them as NULL.
+    # span, so the processor knows no batch or agent: it must not write them as NULL. Both know
+    # the session and turn (``session(...)``), so both give the call the same identity.
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from tracing import IntentSpanProcessor, tool_call
+    from tracing import IntentSpanProcessor, session, tool_call
 
     led = any_ledger
+    identity = anchor_id("call_1", session_id="conv", turn=2)  # what both compute
     led.record(
-        streaming(
-            "Searching for OAuth handling",
-            session_id="conv",
-            batch_id="resp_1",
-            turn=2,
-            agent_id="coder",
-        )
+        {
+            **streaming(
+                "Searching for OAuth handling",
+                session_id="conv",
+                batch_id="resp_1",
+                turn=2,
+                agent_id="coder",
+            ),
+            "tool_call_id": identity,
+        }
     )
     assert led.flush()
     processor = IntentSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()), ledger=led)
     provider = TracerProvider()
     provider.add_span_processor(processor)
-    with tool_call(
-        "search_code",
-        {"intent": "Searching for OAuth handling", "query": "oauth"},
-        tracer=provider.get_tracer("test"),
-        call_id="call_1",
-        label_bearing=True,
+    with (
+        session("conv", turn=2),
+        tool_call(
+            "search_code",
+            {"intent": "Searching for OAuth handling", "query": "oauth"},
+            tracer=provider.get_tracer("test"),
+            call_id="call_1",
+            label_bearing=True,
+        ),
     ):
         pass
     provider.shutdown()
-    r = row(led)
+    assert led.flush()
+    r = dict(led.anchor(identity) or {})
+    assert [a["tool_call_id"] for a in led.session_anchors("conv")] == [identity]
     assert r["status"] == "success"
     assert (r["batch_id"], r["session_id"], r["turn"], r["agent_id"]) == (
         "resp_1",

@@ -20,8 +20,9 @@ from tests.support.sse import (
     chat_tool_start,
     sse,
 )
-from tests.taps.conftest import Spy, sdk_client
+from tests.taps.conftest import Spy, one_by_provider, sdk_client
 from tracing import IntentRegistry, StreamingIntent
+from tracing.anchor import anchor_id
 from tracing.ledger import Ledger
 from tracing.status import Status
 from tracing.taps import StreamTap, TapOptions, tap_stats
@@ -75,7 +76,7 @@ def test_parallel_interleaved_calls_app_sees_identical_chunks(
     seen = list(tapped)
     assert dump(seen) == dump(plain) and len(seen) > 20
     assert ledger.flush()
-    rows = {r["tool_call_id"]: r for r in ledger.session_anchors("conv-42")}
+    rows = {r["provider_call_id"]: r for r in ledger.session_anchors("conv-42")}
     assert set(rows) == {"call_Aa1", "call_Bb2"}
     a, b = rows["call_Aa1"], rows["call_Bb2"]
     assert (a["status"], a["intent"], a["label"], a["tool_name"]) == (
@@ -137,7 +138,7 @@ def test_helper_stream_and_get_final_completion(
         final = s.get_final_completion()  # consumes the stream without the app iterating it
     assert final.model_dump() == plain.model_dump()
     assert ledger.flush()
-    intents = {r["tool_call_id"]: r["intent"] for r in ledger.session_anchors("s-helper")}
+    intents = {r["provider_call_id"]: r["intent"] for r in ledger.session_anchors("s-helper")}
     assert intents == {
         "call_Aa1": "Searching for OAuth handling",
         "call_Bb2": "Reading the callback router",
@@ -175,7 +176,7 @@ def test_async_create_and_async_helper(
     assert dump(tapped) == dump(plain)
     assert any(e.type == "tool_calls.function.arguments.done" for e in events)
     assert ledger.flush()
-    intents = {r["tool_call_id"]: r["intent"] for r in ledger.session_anchors("s-async")}
+    intents = {r["provider_call_id"]: r["intent"] for r in ledger.session_anchors("s-async")}
     assert intents == {
         "call_Aa1": "Searching for OAuth handling",
         "call_Bb2": "Reading the callback router",
@@ -204,7 +205,7 @@ def test_delta_cut_mid_escape(
     for _ in StreamTap(ledger=ledger, registry=registry).wrap(create(sse_server)):
         pass
     assert ledger.flush()
-    row = ledger.anchor("call_E")
+    row = one_by_provider(ledger, "call_E")
     assert row is not None and row["intent"] == "Finding 😀 reactions in comments"
 
 
@@ -229,7 +230,7 @@ def test_stream_cut_inside_an_escape_abandons_the_call(
         errors.append(type(info.value))
     assert errors[0] is errors[1]  # the application sees the same failure
     assert ledger.flush()
-    row = ledger.anchor("call_C")
+    row = one_by_provider(ledger, "call_C")
     assert row is not None
     assert (row["status"], row["intent"], row["label"]) == (
         "abandoned", "Finding", "Finding · abandoned",
@@ -250,7 +251,7 @@ def test_non_intent_first_key_label_appears_at_settle(
     )
     assert len(list(tap.wrap(create(sse_server)))) > 5
     assert ledger.flush()
-    row = ledger.anchor("call_R")
+    row = one_by_provider(ledger, "call_R")
     assert row is not None and seen == []
     assert (row["status"], row["intent"], row["label"]) == (
         "streaming",
@@ -260,7 +261,7 @@ def test_non_intent_first_key_label_appears_at_settle(
     # the processor then writes the same call id: in flight with the intent, then settled
     ledger.record(
         {
-            "tool_call_id": "call_R",
+            "tool_call_id": anchor_id("call_R", session_id="s-r"),
             "tool_name": "search_code",
             "status": Status.IN_FLIGHT,
             "intent": "Searching for OAuth",
@@ -268,7 +269,7 @@ def test_non_intent_first_key_label_appears_at_settle(
         }
     )
     assert ledger.flush()
-    moved = ledger.anchor("call_R")
+    moved = one_by_provider(ledger, "call_R")
     assert moved is not None and (moved["status"], moved["label"]) == (
         "in_flight",
         "Searching for OAuth",
@@ -291,7 +292,7 @@ def test_tools_outside_the_registry_are_not_tapped(
     )
     list(tap.wrap(create(sse_server)))
     assert ledger.flush()
-    assert [r["tool_call_id"] for r in ledger.session_anchors("s-g")] == ["call_Aa1"]
+    assert [r["provider_call_id"] for r in ledger.session_anchors("s-g")] == ["call_Aa1"]
     assert set(seen) == {"call_Aa1"}
 
 
@@ -357,7 +358,7 @@ def test_app_that_stops_reading_early(
     gc.collect()
     assert ledger.flush()
     (row,) = ledger.session_anchors("s-stop")
-    assert (row["tool_call_id"], row["status"], row["intent"]) == (
+    assert (row["provider_call_id"], row["status"], row["intent"]) == (
         "call_Aa1", "abandoned", "Searching for OAuth handling",
     )  # fmt: skip
     assert "closed before" in (row["error"] or "")
@@ -397,12 +398,12 @@ def test_redaction_hides_and_scrubs_what_is_published(
     assert len(published) >= 4
     for text in published:  # never a piece of the token, whole or half-written
         assert "ghp_" not in text and token[6:12] not in text
-    row = ledger.anchor("call_S")
+    row = one_by_provider(ledger, "call_S")
     assert row is not None and row["intent"] is not None
     assert row["intent"].startswith("Checking access with [redacted") and row["intent"].endswith(
         "for the repo"
     )
-    hidden = ledger.anchor("call_Bb2")
+    hidden = one_by_provider(ledger, "call_Bb2")
     assert hidden is not None and (hidden["intent"], hidden["label"]) == (None, "Running read_file")
     assert json.loads(hidden["redaction"] or "{}") == {
         "args": "redact", "output": "keep", "intent_hidden": True, "outcome_hidden": False, "scrubbed": 1,

@@ -45,7 +45,7 @@ def test_parallel_function_calls_identical_events(
     assert [(type(e), e.model_dump()) for e in tapped] == [(type(e), e.model_dump()) for e in plain]
     assert ledger.flush()
     rows = ledger.session_anchors("r-1")
-    assert [(r["tool_call_id"], r["status"], r["intent"], r["batch_id"]) for r in rows] == [
+    assert [(r["provider_call_id"], r["status"], r["intent"], r["batch_id"]) for r in rows] == [
         ("call_r1", "streaming", "Searching for “naïve” parsers 🐍", RESP_ID),
         ("call_r2", "streaming", "Reading the lexer", RESP_ID),
     ]
@@ -66,7 +66,7 @@ def test_async_stream_helper_with_final_response(
     final = asyncio.run(main())
     assert [o.call_id for o in final.output if o.type == "function_call"] == ["call_r2", "call_r1"]
     assert ledger.flush()
-    assert {r["tool_call_id"]: r["intent"] for r in ledger.session_anchors("r-2")} == {
+    assert {r["provider_call_id"]: r["intent"] for r in ledger.session_anchors("r-2")} == {
         "call_r1": "Searching for “naïve” parsers 🐍",
         "call_r2": "Reading the lexer",
     }

@@ -16,6 +16,7 @@ from tests.ledger.conftest import FAST, pg_schema_url
 from tests.support.sse import SSEServer, chat_stream
 from tests.taps.conftest import sdk_client
 from tracing import IntentRegistry
+from tracing.anchor import anchor_id
 from tracing.cli import main
 from tracing.ledger import AnchorWrite, Ledger, open_ledger
 from tracing.status import Status
@@ -253,7 +254,8 @@ def test_tapped_stream_shows_up_live(
         client = sdk_client("openai", sse_server)
         for _ in tap.wrap(client.chat.completions.create(model="m", messages=[], stream=True)):
             pass
-        led.record(call("call_w1", "success", outcome="Found 1 flaky test", end_ns=time.time_ns()))
+        settled = anchor_id("call_w1", session_id="tapped")  # the call's identity
+        led.record(call(settled, "success", outcome="Found 1 flaky test", end_ns=time.time_ns()))
 
     thread = threading.Thread(target=agent, daemon=True)
     thread.start()

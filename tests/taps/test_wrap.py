@@ -66,7 +66,7 @@ def test_event_handler_style(sse_server: SSEServer, registry: IntentRegistry) ->
         tracker.observe(event)
     tracker.close()
     first, *_, last = spy.writes
-    assert (first["session_id"], first["turn"], first["tool_call_id"]) == ("own", 2, "call_w1")
+    assert (first["session_id"], first["turn"], first["provider_call_id"]) == ("own", 2, "call_w1")
     assert (last["status"], last["intent"]) == ("streaming", "Finding the cache layer")
 
 

@@ -43,7 +43,7 @@ from tracing.derive._call import (
     CallContext,
     PolicyLike,
     RegistryLike,
-    default_call_id,
+    call_anchor_id,
     derive_call,
     int_or_none,
     raw_intent_of,
@@ -290,8 +290,8 @@ class SpanFeed:
         call_id: str | None = None
         if facts is not None:  # provisional (final once the call is derived)
             own = attrs.get(A.TOOL_CALL_ID)
-            call_id = own if isinstance(own, str) and own else facts.call_id
-            call_id = call_id or default_call_id(view)
+            given = own if isinstance(own, str) and own else None
+            call_id = call_anchor_id(view, facts, CallContext(call_id=given), self._policy)
         node = _Node(
             parent=view.parent_span_id,
             call_id=call_id,
@@ -364,11 +364,9 @@ class SpanFeed:
         found = waiter.found
         waiter.found = {}
 
-        own_id = attrs.get(A.TOOL_CALL_ID)
+        own_id = attrs.get(A.TOOL_CALL_ID)  # the anchor id our processor gave it upstream
         call_id = own_id if isinstance(own_id, str) and own_id else None
         learned = pending.raw_intent if pending is not None else None
-        if pending is not None and call_id is None:
-            call_id = pending.call_id
         shown = attrs.get(A.INTENT)
         if learned is None and isinstance(shown, str) and shown:
             learned = shown  # named upstream (by our processor): the gate still applies
@@ -378,6 +376,7 @@ class SpanFeed:
             turn=found.get("turn"),
             parent_call_id=own_parent if has_parent else found.get("parent_call_id"),
             call_id=call_id,
+            provider_call_id=pending.call_id if pending is not None else None,
             learned_intent=learned,
             batch_id=pending.batch_id if pending is not None else None,
         )
@@ -408,6 +407,11 @@ class SpanFeed:
                 "status": anchor["status"],
                 "label": anchor.get("label") or derived.label,
             }
+            # (an update is a write of this span's call: the ledger tells it from another
+            # call that reused the provider's id)
+            if anchor.get("span_id"):
+                waiter.write["span_id"] = anchor.get("span_id")
+                waiter.write["trace_id"] = anchor.get("trace_id")
             self._count("deferred")
         self._record(anchor)
         return True

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol, cast
 
 from tracing import attributes as A
-from tracing.anchor import AnchorWrite
+from tracing.anchor import AnchorWrite, anchor_id
 from tracing.derive._conventions import (
     DEFAULT_CONVENTIONS,
     FULL_PARSE_MAX_CHARS,
@@ -76,7 +76,11 @@ class CallContext:
     """Anchor id of the nearest ancestor tool call (subagents)."""
     batch_id: str | None = None
     call_id: str | None = None
-    """The anchor id fixed at start (settle must write the same one)."""
+    """The anchor id fixed at start (settle must write the same one), or given on the span
+    (``intentrace.tool_call.id``, written by our processor upstream)."""
+    provider_call_id: str | None = None
+    """The provider's call id learned elsewhere (the model span that requested the call),
+    when the tool span does not carry one."""
     learned_intent: str | None = None
     """Raw intent learned from the model span that requested this call."""
     label_bearing: bool | None = None
@@ -184,8 +188,33 @@ def shown_id(policy: PolicyLike, value: str | None) -> str | None:
     return safe_text(policy.scrub_text(value)) if value else value
 
 
-def default_call_id(view: SpanView) -> str:
-    return f"{view.trace_id or ''}:{view.span_id or ''}"
+def call_session_turn(
+    view: SpanView, facts: ToolFacts, ctx: CallContext, policy: PolicyLike
+) -> tuple[str | None, int | None]:
+    """The session (as shown) and turn written on the call's anchor (and hashed into its id)."""
+    turn = ctx.turn if ctx.turn is not None else int_or_none(view.attributes.get(A.TURN))
+    return shown_id(policy, ctx.session_id or facts.session_id or None), turn
+
+
+def provider_call_id(facts: ToolFacts, ctx: CallContext, policy: PolicyLike) -> str | None:
+    """The provider's id of the call (as shown): the span's own, else one learned from a model
+    span."""
+    return shown_id(policy, facts.call_id or ctx.provider_call_id or None)
+
+
+def call_anchor_id(view: SpanView, facts: ToolFacts, ctx: CallContext, policy: PolicyLike) -> str:
+    """The anchor id of a tool call (``tracing.anchor.anchor_id``): fixed at start or given on
+    the span, else made from (session, turn, provider id) as stored, else from the span."""
+    if ctx.call_id:
+        return shown_id(policy, ctx.call_id) or ctx.call_id
+    session, turn = call_session_turn(view, facts, ctx, policy)
+    return anchor_id(
+        provider_call_id(facts, ctx, policy),
+        session_id=session,
+        turn=turn,
+        trace_id=view.trace_id,
+        span_id=view.span_id,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,12 +252,14 @@ def _anchor_base(
         "status": status,
         "label": label,
     }
+    session, turn = call_session_turn(view, facts, ctx, policy)
     # What this span does not know is left out, not written as NULL: another writer of the
     # same call (a stream tap in this process, a processor elsewhere) may know it, and a
     # ledger write overwrites every column it carries.
     known: dict[str, Any] = {
-        "session_id": shown_id(policy, ctx.session_id or facts.session_id),
-        "turn": ctx.turn if ctx.turn is not None else int_or_none(attrs.get(A.TURN)),
+        "provider_call_id": provider_call_id(facts, ctx, policy),
+        "session_id": session,
+        "turn": turn,
         "batch_id": shown_id(policy, batch)
         if isinstance(batch, str) and batch
         else ctx.batch_id or view.parent_span_id,
@@ -277,7 +308,7 @@ def derive_start(
     background = view.attributes.get(A.STATUS) == Status.BACKGROUND
     status = Status.BACKGROUND if background else Status.IN_FLIGHT
     label = frame_label(tool_name=shown_tool, status=status, intent=intent)
-    call_id = shown_id(policy, ctx.call_id or facts.call_id) or default_call_id(view)
+    call_id = call_anchor_id(view, facts, ctx, policy)
     anchor = _anchor_base(
         view, facts, ctx, call_id, policy=policy, tool=shown_tool, status=status, label=label
     )
@@ -411,13 +442,16 @@ def derive_call(
         safe_text(policy.scrub_text(view.status_message)) if view.status_message else None
     )
 
-    call_id = shown_id(policy, ctx.call_id or facts.call_id) or default_call_id(view)
+    call_id = call_anchor_id(view, facts, ctx, policy)
     shaped[A.TOOL_NAME] = shown_tool
     shaped[A.CONVENTION] = facts.convention
     shaped[A.STATUS] = status
     shaped[A.LABEL] = label
     shaped[A.ORIGINAL_NAME] = original
     shaped[A.TOOL_CALL_ID] = safe_text(call_id)
+    provider = provider_call_id(facts, ctx, policy)
+    if provider:  # the provider's id, where GenAI keeps it (learned ones too)
+        shaped.setdefault(A.GEN_AI_TOOL_CALL_ID, provider)
     shaped[A.LABEL_BEARING] = gate
     if intent:
         shaped[A.INTENT] = intent

@@ -509,9 +509,22 @@ class Ledger:
         return self._anchors("session_id = ?", [session_id], "ORDER BY seq")
 
     def anchor(self, tool_call_id: str) -> Anchor | None:
-        """One call by its id, or None."""
+        """One call by its anchor id (``tool_call_id``), or None (``by_provider_id`` finds
+        calls by the provider's id)."""
         found = self._anchors("tool_call_id = ?", [tool_call_id])
         return found[0] if found else None
+
+    def by_provider_id(
+        self, provider_call_id: str, *, session_id: str | None = None
+    ) -> list[Anchor]:
+        """The calls the provider gave this id (several when it reuses ids: ``call_0`` in
+        every response), newest first; ``session_id`` narrows them to one session."""
+        where = "provider_call_id = ?"
+        params: list[Any] = [provider_call_id]
+        if session_id is not None:
+            where += " AND session_id = ?"
+            params.append(session_id)
+        return self._anchors(where, params, "ORDER BY start_ns DESC, seq DESC")
 
     def search(self, text: str, *, limit: int = 100) -> list[Anchor]:
         """Calls whose intent, outcome or label contains ``text`` (case-insensitive), newest

@@ -22,6 +22,9 @@ see ``_writer``), then ``plan_batch`` replays the batch's writes in arrival orde
   gaps. Only the ledger's own reaper (``reaping=True``) abandons a live call that went stale.
   Abandonment is our guess, not the application's word: an in-flight or background write that
   arrives after it (the processor's thread lagging the tap's) revives the call.
+* a write from a tool span (``span_id`` given) for a call settled under another span is another
+  call that reused the provider's id (``call_0`` in every response): it goes to the anchor of its
+  own span identity (``tracing.anchor.anchor_id``), never into the settled one.
 
 This runs for every write, so it is written for speed (measured in bench/ledger.py);
 tests/ledger/test_concurrency.py checks that batching never changes a result, and
@@ -37,7 +40,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from tracing.anchor import ANCHOR_COLUMNS, COLUMN_TYPES, WRITABLE_COLUMNS
+from tracing.anchor import ANCHOR_COLUMNS, COLUMN_TYPES, WRITABLE_COLUMNS, anchor_id
 from tracing.status import LIVE_STATUSES, SETTLED_STATUSES, STATUSES, Status, frame_label
 
 LOADED_COLUMNS: Final[tuple[str, ...]] = tuple(
@@ -139,6 +142,8 @@ class BatchPlan:
     updates: list[Update] = field(default_factory=lambda: [])
     blocks: list[tuple[str, str, int | None, str, int]] = field(default_factory=lambda: [])
     dropped: list[Dropped] = field(default_factory=lambda: [])
+    respanned: list[str] = field(default_factory=lambda: [])
+    """Ids whose writes went to a span identity (another call had settled under the id)."""
 
 
 _KIND: Final = {
@@ -148,7 +153,7 @@ _EMPTY_ROW: Final[dict[str, Any]] = {**dict.fromkeys(ANCHOR_COLUMNS), "session_i
 _ROW_TUPLE: Final = cast(
     "Callable[[dict[str, Any]], tuple[Any, ...]]", operator.itemgetter(*ANCHOR_COLUMNS)
 )
-_UPDATABLE: Final = tuple(c for c in ANCHOR_COLUMNS if c != "updated_ns")
+_UPDATABLE: Final = tuple(c for c in ANCHOR_COLUMNS if c not in ("updated_ns", "version"))
 _WRITABLE_INTS: Final = tuple(
     c for c in ANCHOR_COLUMNS if c in WRITABLE_COLUMNS and c in _INT_COLUMNS
 )
@@ -325,8 +330,14 @@ def plan_batch(
             call_id = write["tool_call_id"]
             status = write["status"]
         call = calls.get(call_id)
+        found = None
         if call is None:
             found = stored.get(call_id) if stored else None
+            if found is not None and found[1]["status"] in settled and _other_span(found[1], write):
+                call_id, write, call, found = _respan(plan, write, stored)
+        elif call[_ROW]["status"] in settled and _other_span(call[_ROW], write):
+            call_id, write, call, found = _respan(plan, write, stored)
+        if call is None:
             if found is None:
                 # A call never seen before (the common case).
                 row = {**empty, **write}
@@ -372,6 +383,41 @@ def plan_batch(
         _further(call, write, status, counts, reaping)
     _sessions(plan, floors)
     return plan
+
+
+def _other_span(row: Mapping[str, Any], write: Mapping[str, Any]) -> bool:
+    """Whether ``write`` comes from another tool span than the one ``row`` was written from."""
+    span = write.get("span_id")
+    if span is None:
+        return False
+    mine = row["span_id"]
+    if mine is None:
+        return False
+    if mine != span:
+        return True
+    trace, theirs = write.get("trace_id"), row["trace_id"]
+    return trace is not None and theirs is not None and trace != theirs
+
+
+def _respan(
+    plan: BatchPlan, write: dict[str, Any], stored: Mapping[str, tuple[Any, dict[str, Any]]]
+) -> tuple[str, dict[str, Any], list[Any] | None, tuple[Any, dict[str, Any]] | None]:
+    """``write`` moved to its span's own identity: (id, write, call in this batch, stored)."""
+    plan.respanned.append(write["tool_call_id"])
+    alt = anchor_id(None, trace_id=write.get("trace_id"), span_id=write["span_id"])
+    write = {**write, "tool_call_id": alt}
+    call = plan.calls.get(alt)
+    found = None if call is not None or not stored else stored.get(alt)
+    return alt, write, call, found
+
+
+def span_identity(write: Mapping[str, Any]) -> str | None:
+    """The id ``write`` would move to if its call id were taken (None: not from a span)."""
+    span = write.get("span_id")
+    if span is None or span.__class__ is not str:
+        return None
+    trace = write.get("trace_id")
+    return anchor_id(None, trace_id=trace if trace.__class__ is str else None, span_id=span)
 
 
 def _further(
@@ -463,13 +509,15 @@ def _sessions(plan: BatchPlan, floors: list[TurnFloor]) -> None:
         delta.last_turn = max(delta.last_turn, floor.turn)
 
 
-def assign(plan: BatchPlan, bases: Mapping[str, int], *, updated_ns: int) -> int:
+def assign(plan: BatchPlan, bases: Mapping[str, int], *, updated_ns: int, version: int = 1) -> int:
     """Fill in the sequence numbers from the allocated ranges and build the row writes.
 
     ``bases[session]`` is the first number of the session's range. Each written row gets a
-    distinct ``updated_ns`` from ``updated_ns`` upwards; returns the next unused value.
+    distinct ``updated_ns`` from ``updated_ns`` upwards and its ``version`` from ``version``
+    upwards (at most ``len(plan.calls)`` of each); returns the next unused ``updated_ns``.
     """
     stamp = updated_ns
+    offset = version - updated_ns
     inserts = plan.inserts
     row_tuple = _ROW_TUPLE
     for call in plan.calls.values():
@@ -483,12 +531,14 @@ def assign(plan: BatchPlan, bases: Mapping[str, int], *, updated_ns: int) -> int
         stored = call[_STORED]
         if stored is None:
             row["updated_ns"] = stamp
+            row["version"] = stamp + offset
             stamp += 1
             inserts.append(row_tuple(row))
             continue
         values = {c: v for c in _UPDATABLE if (v := row[c]) is not NOT_LOADED and v != stored[c]}
         if values:
             values["updated_ns"] = row["updated_ns"] = stamp
+            values["version"] = row["version"] = stamp + offset
             stamp += 1
             plan.updates.append(Update(row["tool_call_id"], call[_RID], values))
     for activity, at in plan.activities:

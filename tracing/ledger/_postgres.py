@@ -157,6 +157,16 @@ class PostgresStore(Store):
         ).fetchall()
         return {name: after - deltas[name].slots for name, after in rows}
 
+    def versions(self, conn: Any, n: int) -> int:
+        # The counter's row stays locked until this transaction commits: the next writer's
+        # versions are above these and it commits after this one (versions follow commit order).
+        row = conn.execute(
+            "UPDATE ledger_clock SET next_version = next_version + %s WHERE id = 1 "
+            "RETURNING next_version",
+            (n,),
+        ).fetchone()
+        return int(row[0]) - n
+
     def insert(self, conn: Any, rows: Sequence[tuple[Any, ...]]) -> None:
         if not rows:
             return

@@ -214,6 +214,14 @@ class SQLiteStore(Store):
             conn.execute(_ALLOCATE_SQL.format(values=values), params)
         return bases
 
+    def versions(self, conn: Any, n: int) -> int:
+        (after,) = conn.execute(
+            "UPDATE ledger_clock SET next_version = next_version + ? WHERE id = 1 "
+            "RETURNING next_version",
+            (n,),
+        ).fetchone()
+        return int(after) - n
+
     def insert(self, conn: Any, rows: Sequence[tuple[Any, ...]]) -> None:
         # Statements of a few fixed sizes (each prepared once): the most rows the parameter
         # limit allows up to _MAX_ROWS_PER_INSERT, then halves for the rest.

@@ -28,28 +28,40 @@ _SQLITE_TYPEOF: Final = {
 }
 
 
-def anchors_ddl(dialect: str) -> str:
-    """CREATE TABLE for ``anchors`` from the single column list in ``_model``."""
-    types = _TYPES[dialect]
-    lines: list[str] = []
-    for column in ANCHOR_COLUMNS:
-        kind = COLUMN_TYPES[column]
-        sql_type = types[kind]
-        if column == "tool_call_id":
-            line = f"tool_call_id {sql_type} NOT NULL PRIMARY KEY"
-        elif column == "session_id":
-            line = f"session_id {sql_type} NOT NULL DEFAULT ''"
-        elif column in NOT_NULL_COLUMNS:
-            line = f"{column} {sql_type} NOT NULL"
-        else:
-            line = f"{column} {sql_type}"
-        if dialect == "sqlite":
-            # Types enforced like PostgreSQL's (and STRICT tables', readable by any SQLite): a
-            # wrong type fails the write, and the writer's careful replay coerces it.
-            allowed = _SQLITE_TYPEOF[kind]
-            line += f" CHECK (typeof({column}) IN ({allowed}))"
-        lines.append(line)
+_V1_COLUMNS: Final = ANCHOR_COLUMNS[: ANCHOR_COLUMNS.index("updated_ns") + 1]
+"""The columns of the first release's ``anchors`` (migration 0001 creates these; later ones
+add the rest)."""
+
+
+def _column_ddl(dialect: str, column: str) -> str:
+    kind = COLUMN_TYPES[column]
+    sql_type = _TYPES[dialect][kind]
+    if column == "tool_call_id":
+        line = f"tool_call_id {sql_type} NOT NULL PRIMARY KEY"
+    elif column == "session_id":
+        line = f"session_id {sql_type} NOT NULL DEFAULT ''"
+    elif column == "version":
+        line = f"version {sql_type} NOT NULL DEFAULT 0"  # (added to tables holding rows)
+    elif column in NOT_NULL_COLUMNS:
+        line = f"{column} {sql_type} NOT NULL"
+    else:
+        line = f"{column} {sql_type}"
+    if dialect == "sqlite":
+        # Types enforced like PostgreSQL's (and STRICT tables', readable by any SQLite): a
+        # wrong type fails the write, and the writer's careful replay coerces it.
+        allowed = _SQLITE_TYPEOF[kind]
+        line += f" CHECK (typeof({column}) IN ({allowed}))"
+    return line
+
+
+def anchors_ddl(dialect: str, columns: Sequence[str] = _V1_COLUMNS) -> str:
+    """CREATE TABLE for ``anchors`` from the single column list in ``tracing.anchor``."""
+    lines = [_column_ddl(dialect, column) for column in columns]
     return "CREATE TABLE anchors (\n  " + ",\n  ".join(lines) + "\n)"
+
+
+_SPAN_ID_SQL: Final = "length(tool_call_id) = 49 AND substr(tool_call_id, 33, 1) = ':'"
+"""The first release's ids made from a span (``<trace_id>:<span_id>``), not a provider's."""
 
 
 def migrations(dialect: str) -> list[tuple[str, list[str]]]:
@@ -80,6 +92,30 @@ def migrations(dialect: str) -> list[tuple[str, list[str]]]:
                 f"CREATE TABLE dropped (session_id {text} NOT NULL, source {text} NOT NULL, "
                 f"count {integer} NOT NULL, first_ns {integer} NOT NULL, "
                 f"last_ns {integer} NOT NULL, PRIMARY KEY (session_id, source))",
+            ],
+        ),
+        (
+            # Anchor identity (docs/ledger.md): the provider's id becomes a column of its own;
+            # stored rows keep their ids (links and parent_call_id references stay valid), new
+            # calls get ``anchor_id`` identities. Row versions from one counter, for the
+            # analytics copy's sync; existing rows numbered in rowid/write order.
+            "0003_provider_call_id_and_row_versions",
+            [
+                f"ALTER TABLE anchors ADD COLUMN {_column_ddl(dialect, 'provider_call_id')}",
+                f"ALTER TABLE anchors ADD COLUMN {_column_ddl(dialect, 'version')}",
+                f"UPDATE anchors SET provider_call_id = tool_call_id WHERE NOT ({_SPAN_ID_SQL})",
+                "UPDATE anchors SET version = rowid"
+                if dialect == "sqlite"
+                else "UPDATE anchors AS a SET version = o.n FROM (SELECT tool_call_id, "
+                "row_number() OVER (ORDER BY updated_ns, tool_call_id) AS n FROM anchors) AS o "
+                "WHERE a.tool_call_id = o.tool_call_id",
+                "CREATE INDEX anchors_version ON anchors (version)",
+                "CREATE INDEX anchors_provider ON anchors (provider_call_id) "
+                "WHERE provider_call_id IS NOT NULL",
+                f"CREATE TABLE ledger_clock (id {integer} NOT NULL PRIMARY KEY CHECK (id = 1), "
+                f"next_version {integer} NOT NULL)",
+                "INSERT INTO ledger_clock (id, next_version) "
+                "SELECT 1, coalesce(max(version), 0) + 1 FROM anchors",
             ],
         ),
     ]
@@ -178,6 +214,11 @@ class Store(ABC):
     def allocate(self, conn: Any, deltas: Mapping[str, SessionDelta]) -> dict[str, int]:
         """Reserve ``slots`` numbers per session and fold in the turn and times; returns the
         first number of each session's range."""
+
+    @abstractmethod
+    def versions(self, conn: Any, n: int) -> int:
+        """Reserve ``n`` row versions from the ledger's one counter (inside ``transaction``;
+        held until commit, so versions follow commit order); returns the first."""
 
     @abstractmethod
     def insert(self, conn: Any, rows: Sequence[tuple[Any, ...]]) -> None:

@@ -46,6 +46,7 @@ from tracing.ledger._plan import (
     clean_text,
     monotonic_ns,
     plan_batch,
+    span_identity,
 )
 from tracing.ledger._store import Store
 from tracing.status import Status, frame_label
@@ -88,6 +89,8 @@ class Prepared:
     """The first number of each session's range ``plan`` was numbered with (checked)."""
     first_stamp: int = 0
     """The first ``updated_ns`` ``plan`` handed out (above every stamp written before)."""
+    first_version: int = 0
+    """The first row version ``plan`` was numbered with (checked)."""
 
 
 def _yielding(items: Sequence[Item]) -> Iterator[Item]:
@@ -161,6 +164,12 @@ class Writer:
         self._counters: dict[str, int] = {}
         """Each session's ``next_seq`` after the last batch the writer numbered (the preparer
         numbers the next batch from it; the writer checks it against the database)."""
+        self._next_version = 0
+        """``ledger_clock.next_version`` after the last batch the writer numbered (0: not
+        known), likewise."""
+        self._respanned: dict[str, None] = {}
+        """Ids lately taken by another call's span (``_plan``): their writes also look up the
+        span identity they move to (insertion-ordered, bounded)."""
         self._failing = False
         self._warned: set[str] = set()
         self._bisect_budget = 0
@@ -331,6 +340,9 @@ class Writer:
         ]
         ids = prepared.ids = list(dict.fromkeys([cid for cid in known if cid in recent]))
         recent.update(dict.fromkeys(known))
+        respanned = self._respanned
+        if respanned and any(cid in respanned for cid in ids):
+            return  # (rare: a provider id reused in one session and turn) the writer plans it
         if len(recent) > 2 * _RECENT_IDS:
             self._recent = dict.fromkeys(list(recent)[-_RECENT_IDS:])
         if not self.options.plan_ahead or self._applied >= prepared.number - 1:
@@ -361,7 +373,8 @@ class Writer:
         counters = self._counters
         bases = prepared.bases = {s: counters.get(s, 1) for s in plan.sessions}
         prepared.first_stamp = self._stamps(len(plan.calls) + 1)
-        assign(plan, bases, updated_ns=prepared.first_stamp)
+        prepared.first_version = self._next_version
+        assign(plan, bases, updated_ns=prepared.first_stamp, version=prepared.first_version)
         prepared.plan = plan
 
     def _wait_numbered(self, number: int) -> BatchPlan | None:
@@ -374,13 +387,18 @@ class Writer:
             return self._numbered_plan if self._numbered_last == number else None
 
     def _numbered_now(
-        self, number: int, plan: BatchPlan | None, bases: Mapping[str, int] | None = None
+        self,
+        number: int,
+        plan: BatchPlan | None,
+        bases: Mapping[str, int] | None = None,
+        next_version: int = 0,
     ) -> None:
         with self._numbered:
             if number > self._numbered_last:
                 self._numbered_last = number
                 self._numbered_plan = plan
                 counters = self._counters
+                self._next_version = next_version
                 if plan is None or bases is None:
                     counters.clear()  # (what happened is not known: number from the database)
                 else:
@@ -484,10 +502,22 @@ class Writer:
         store, conn = self.store, self._conn
         if careful or prepared is None:
             careful = True
-            found: set[Any] = {it.get("tool_call_id") for it in items if isinstance(it, Mapping)}
+            found: set[Any] = set()
+            for it in items:
+                if isinstance(it, Mapping):
+                    found.add(it.get("tool_call_id"))
+                    found.add(span_identity(it))  # where a reused provider id moves to
             ids: list[str] = [cid for cid in found if cid.__class__ is str]
         else:
             ids = prepared.ids
+            respanned = self._respanned
+            if respanned:
+                moved = [
+                    span_identity(it)
+                    for it in items
+                    if isinstance(it, Mapping) and it.get("tool_call_id") in respanned
+                ]
+                ids = [*ids, *(cid for cid in moved if cid is not None)]
         lock = store.guard()
         with lock, store.transaction(conn):
             ahead = self._planned_ahead(conn, prepared) if not careful else None
@@ -504,10 +534,13 @@ class Writer:
             else:
                 plan = ahead
             bases = store.allocate(conn, plan.sessions)
+            reserved = len(plan.calls)
+            first_version = store.versions(conn, reserved) if reserved else self._next_version
             if (
                 prepared is not None
                 and ahead is not None
                 and bases == prepared.bases
+                and first_version == prepared.first_version
                 and prepared.first_stamp > self._written_stamp
             ):
                 self._written_stamp = prepared.first_stamp + len(plan.calls)
@@ -520,11 +553,13 @@ class Writer:
                 plan.updates.clear()
                 plan.blocks.clear()
                 first = self._stamps(len(plan.calls) + 1)
-                self._written_stamp = assign(plan, bases, updated_ns=first) - 1
+                self._written_stamp = (
+                    assign(plan, bases, updated_ns=first, version=first_version) - 1
+                )
             if prepared is not None and not careful:
                 # The rows are final: the preparer may plan the next batch against them while
                 # this one is written (the GIL is free while the database works).
-                self._numbered_now(prepared.number, plan, bases)
+                self._numbered_now(prepared.number, plan, bases, first_version + reserved)
             store.insert(conn, plan.inserts)
             store.update(conn, plan.updates)
             if plan.blocks:
@@ -543,6 +578,11 @@ class Writer:
                 )
         self._last = {cid: call[ROW] for cid, call in plan.calls.items()}
         self._uncounted = len(plan.dropped)
+        if plan.respanned:
+            respanned = self._respanned
+            respanned.update(dict.fromkeys(plan.respanned))
+            if len(respanned) > _RECENT_IDS:
+                self._respanned = dict.fromkeys(list(respanned)[-_RECENT_IDS // 2 :])
         return plan.invalid
 
     def _planned_ahead(self, conn: Any, prepared: Prepared | None) -> BatchPlan | None:

@@ -194,7 +194,7 @@ class CallTracker:
             agent_id=agent_id,
             turn=turn,
             parent_call_id=parent_call,
-            call_id=pending.call_id if pending is not None else None,
+            provider_call_id=pending.call_id if pending is not None else None,
             learned_intent=pending.raw_intent if pending is not None else None,
             batch_id=pending.batch_id if pending is not None else None,
         )
@@ -400,21 +400,28 @@ class CallTracker:
     ) -> None:
         try:
             view = span_view(span)
-            if live is not None:
-                ctx = live.ctx
-            else:
-                ctx = CallContext(
-                    session_id=scope.session_id if scope else None,
-                    agent_id=scope.agent_id if scope else None,
-                    turn=scope.turn if scope else None,
-                    parent_call_id=scope.parent_call_id if scope else None,
-                )
             facts = convention.facts(view) if convention is not None else None
             if facts is None and live is not None:
                 facts = live.facts
             if facts is None:
                 self.forward_other(span, ctx.agent_id)
                 return
+            if live is not None:
+                ctx = live.ctx
+            else:
+                # Recognised only now (it had no attributes when its start was handled): the
+                # same match against the calls its model span requested as at start, so its
+                # id never depends on when this thread saw the start.
+                pending = self._take_settled(span, facts)
+                ctx = CallContext(
+                    session_id=scope.session_id if scope else None,
+                    agent_id=scope.agent_id if scope else None,
+                    turn=scope.turn if scope else None,
+                    parent_call_id=scope.parent_call_id if scope else None,
+                    provider_call_id=pending.call_id if pending is not None else None,
+                    learned_intent=pending.raw_intent if pending is not None else None,
+                    batch_id=pending.batch_id if pending is not None else None,
+                )
             if live is not None and live.pending is not None:
                 ctx = self._reconcile(live, facts, span)
             derived = derive_call(
@@ -459,6 +466,30 @@ class CallTracker:
             return
         self._record(derived.anchor)
         self._owner.forward(shaped, for_langfuse)
+
+    def _take_settled(self, span: ReadableSpan, facts: ToolFacts) -> Pending | None:
+        """The requested call an ended tool span that was not recognised at start matches:
+        by call id, else by tool name and order; its own args (all known now) say which of
+        several waiting calls of that tool it was."""
+        context = span.context
+        if not self._options.learn_from_model_spans or context is None:
+            return None
+        trace = context.trace_id
+        if not self._requested.has(trace):
+            return None
+        pending = self._requested.take(trace, call_id=facts.call_id, tool_name=facts.tool_name)
+        if pending is None or (facts.call_id and facts.call_id == pending.call_id):
+            if pending is not None:
+                self._owner.count("learned_matched")
+            return pending
+        self._owner.count("learned_matched")
+        own = raw_intent_of(facts, gate=True, full=True)
+        if own and own != pending.raw_intent:
+            swapped = self._requested.exchange(trace, pending, own)
+            if swapped is not None:
+                self._owner.count("learned_reassigned")
+                return swapped
+        return pending
 
     def _reconcile(self, live: _Live, facts: ToolFacts, span: ReadableSpan) -> CallContext:
         """A span matched to a learned call by tool name may have got a sibling's call (parallel
@@ -510,5 +541,8 @@ class CallTracker:
 
 def _with_learned(ctx: CallContext, pending: Pending) -> CallContext:
     if pending.call_id:
-        return replace(ctx, call_id=pending.call_id, learned_intent=pending.raw_intent)
+        # the anchor id follows the call it really was (made again from its provider id)
+        return replace(
+            ctx, call_id=None, provider_call_id=pending.call_id, learned_intent=pending.raw_intent
+        )
     return replace(ctx, learned_intent=pending.raw_intent)

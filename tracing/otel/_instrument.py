@@ -25,6 +25,7 @@ from opentelemetry.trace import Span, Status, StatusCode, Tracer
 from tracing import __version__
 from tracing import attributes as A
 from tracing._context import CURRENT_CALL, SESSION, SessionInfo
+from tracing.anchor import anchor_id as make_anchor_id
 from tracing.derive._conventions import to_json_text
 from tracing.intent import INTENT_ARG, default_registry, read_intent, strip_intent
 from tracing.otel._processor import notify_background
@@ -187,6 +188,7 @@ class ToolCall:
         self._extra = dict(attributes or {})
         self._timeout = background_timeout_s
         self.span: Span | None = None
+        self._session: SessionInfo | None = None
         self._token: object = None
         self._call_token: Token[Any] | None = None
         self._background = False
@@ -208,6 +210,7 @@ class ToolCall:
             attrs[A.GEN_AI_TOOL_CALL_ARGUMENTS] = text
         if self.label_bearing or self._explicit_gate:
             attrs[A.LABEL_BEARING] = self.label_bearing
+        self._session = SESSION.get()
         self.span = self._tracer.start_span(f"execute_tool {self.name}", attributes=attrs)
         return self
 
@@ -247,7 +250,9 @@ class ToolCall:
         self.span.end()
         if self._background:
             with _BACKGROUND_LOCK:
-                _BACKGROUND.pop(self.anchor_id, None)
+                for key in (self.anchor_id, self.call_id):
+                    if key and _BACKGROUND.get(key) is self:
+                        del _BACKGROUND[key]
 
     def _fail(self, exc: BaseException) -> None:
         span = self.span
@@ -263,13 +268,19 @@ class ToolCall:
     # ------------------------------------------------------------------------- results
     @property
     def anchor_id(self) -> str:
-        """The ledger id: the provider's call id, else ``<trace_id>:<span_id>``."""
-        if self.call_id:
-            return self.call_id
+        """The call's anchor id in the ledger (``tracing.anchor.anchor_id``: of the session,
+        turn and call id in effect at start, else of the span); '' before start."""
         if self.span is None:
             return ""
         ctx = self.span.get_span_context()
-        return f"{trace.format_trace_id(ctx.trace_id)}:{trace.format_span_id(ctx.span_id)}"
+        info = self._session
+        return make_anchor_id(
+            self.call_id,
+            session_id=info.session_id if info is not None else None,
+            turn=info.turn if info is not None else None,
+            trace_id=trace.format_trace_id(ctx.trace_id),
+            span_id=trace.format_span_id(ctx.span_id),
+        )
 
     def set_result(
         self,
@@ -318,6 +329,8 @@ class ToolCall:
         self._background = True
         with _BACKGROUND_LOCK:
             _BACKGROUND[self.anchor_id] = self
+            if self.call_id:
+                _BACKGROUND[self.call_id] = self  # (the provider's id works too)
         span.set_attribute(A.BACKGROUND, True)
         notify_background(span, timeout_s if timeout_s is not None else self._timeout)  # type: ignore[arg-type]
 
@@ -334,7 +347,9 @@ class ToolCall:
         """Settle a background call with its result (or error). False if already settled."""
         if self._ended or self.span is None or not self.span.is_recording():
             with _BACKGROUND_LOCK:
-                _BACKGROUND.pop(self.anchor_id, None)
+                for key in (self.anchor_id, self.call_id):
+                    if key and _BACKGROUND.get(key) is self:
+                        del _BACKGROUND[key]
             return False
         if error is not None:
             self.fail(error)
@@ -385,7 +400,8 @@ def harvest(
     outcome_patch: Mapping[str, str] | None = None,
     error: BaseException | str | None = None,
 ) -> bool:
-    """Settle the background call with this anchor id. False when none is waiting."""
+    """Settle the background call with this anchor id (or the provider call id it was started
+    with). False when none is waiting."""
     with _BACKGROUND_LOCK:
         call = _BACKGROUND.get(call_id)
     if call is None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from redaction import secret_tail
+from tracing.anchor import anchor_id
 from tracing.diagnostics import ErrorLog
 from tracing.intent import IntentRegistry, IntentStreamReader, StreamingIntent, sanitize_label
 from tracing.status import Status
@@ -129,14 +130,16 @@ def _describe(error: BaseException | str) -> str:
 
 class _Call:
     __slots__ = (
-        "buffer", "call_id", "clean", "ended", "fed", "held_at", "last_t", "live", "pending",
-        "published", "reader", "scheduled", "seen", "seen_at", "seen_t", "shown", "start_ns",
-        "state", "superseded", "tool_name", "updates", "visible", "wrote",
+        "anchor_id", "buffer", "call_id", "clean", "ended", "fed", "held_at", "last_t", "live",
+        "pending", "published", "reader", "scheduled", "seen", "seen_at", "seen_t", "shown",
+        "start_ns", "state", "superseded", "tool_name", "updates", "visible", "wrote",
     )  # fmt: skip
 
     def __init__(self) -> None:
         self.state = _PENDING
         self.call_id: str | None = None
+        self.anchor_id: str | None = None
+        """The anchor's id (``tracing.anchor.anchor_id`` of session, turn and the call id)."""
         self.tool_name: str | None = None
         self.buffer: list[str | bytes] | None = None
         self.reader: IntentStreamReader | None = None
@@ -321,6 +324,9 @@ class ToolCallTracker:
             self._ignore(call)
             return True
         call.state = _TAPPED
+        ctx = self._context
+        # the identity the span processor gives the same call (same session, turn, call id)
+        call.anchor_id = anchor_id(call.call_id, session_id=ctx.session_id, turn=ctx.turn)
         call.reader = IntentStreamReader()
         STATS.add("tapped_calls")
         self._publish(call, None, first=True)
@@ -349,6 +355,8 @@ class ToolCallTracker:
             self._ignore(call)
             return
         call.state = _TAPPED
+        ctx = self._context
+        call.anchor_id = anchor_id(call_id, session_id=ctx.session_id, turn=ctx.turn)
         STATS.add("tapped_calls")
         if isinstance(arguments, Mapping):
             arguments = json.dumps(arguments, ensure_ascii=False, default=str)
@@ -649,12 +657,13 @@ class ToolCallTracker:
         if intent == call.published and status == Status.STREAMING and not first and not final:
             return False
         write: dict[str, Any] = {
-            "tool_call_id": call.call_id,
+            "tool_call_id": call.anchor_id,
             "tool_name": tool,
             "status": status,
             "intent": intent,
         }
         if first:
+            write["provider_call_id"] = call.call_id
             write["session_id"] = ctx.session_id or ""
             write["start_ns"] = call.start_ns
             if ctx.agent_id is not None:
