@@ -101,12 +101,12 @@ def frame_label(
         outcome: the visible resolved outcome text (``apply_outcome`` already applied), or None.
         timed_out: an error that is a background task that never returned.
     """
-    if not intent:
+    if not intent or intent.isspace():  # (only white space: no intent)
         if status == Status.ERROR and timed_out:
             return f"{tool_name}{FRAME_TIMED_OUT}"
         return default_label(tool_name, status)
     if status == Status.SUCCESS:
-        return outcome or intent
+        return outcome if outcome and not outcome.isspace() else intent
     if status == Status.ERROR:
         return f"{intent}{FRAME_TIMED_OUT if timed_out else FRAME_ERROR}"
     if status == Status.CANCELLED:

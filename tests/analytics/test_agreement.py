@@ -90,7 +90,7 @@ def ledgers(draw: st.DrawFn) -> tuple[list[AnchorWrite], list[int]]:
 
 def _check(url: str, writes: list[AnchorWrite], syncs: list[int], snapshot: str | bool) -> None:
     ledger = open_ledger(url, options=FAST)
-    engine = Analytics(url, options=AnalyticsOptions(snapshot=snapshot, sync_overlap_seconds=0))
+    engine = Analytics(url, options=AnalyticsOptions(snapshot=snapshot))
     try:
         done = 0
         for point in [*syncs, len(writes)]:

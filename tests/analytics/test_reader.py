@@ -223,7 +223,7 @@ def test_a_rebuilt_copy_answers_then_takes_changes(tmp_path: Path) -> None:
     """After a whole rebuild the copy answers from the Arrow table it was built as (no copy
     into DuckDB first); the next change turns it into a DuckDB table, answers stay exact."""
     url = _ledger_with_calls(tmp_path / "l.db", 40)
-    engine = Analytics(url, options=AnalyticsOptions(snapshot=False, sync_overlap_seconds=0))
+    engine = Analytics(url, options=AnalyticsOptions(snapshot=False))
     try:
         assert engine.sync().rebuilt
         assert engine._arrow_calls is not None  # pyright: ignore[reportPrivateUsage]

@@ -2,10 +2,11 @@
 
 Why a copy: on a million anchors, row-store SQL (SQLite, PostgreSQL) takes seconds per analysis;
 a columnar table with the per-call definitions computed once answers in tens of milliseconds
-(docs/analytics.md has the measurements). The copy is kept in step with the ledger by
-``updated_ns``: each sync reads only the anchors written since the last one (plus a short overlap
-for late commits), derives their columns, and recomputes the session-dependent columns of the
-sessions they touch. A Parquet snapshot beside the ledger lets a new process start from the last
+(docs/analytics.md has the measurements). The copy is kept in step with the ledger by the rows'
+``version`` (one counter in the database, in commit order; never a writer's clock): each sync
+reads only the anchors written since the last version it read, derives their columns, and
+recomputes the session-dependent columns of the sessions they touch; a copy holding more anchors
+than the ledger after that (some were deleted) is rebuilt. A Parquet snapshot beside the ledger lets a new process start from the last
 copy instead of the whole ledger.
 """
 
@@ -51,7 +52,7 @@ from tracing.ledger._files import FILE_MODE, create_private
 
 logger = logging.getLogger("tracing.analytics")
 
-DERIVE_VERSION: Final = "2"
+DERIVE_VERSION: Final = "3"
 """Bumped whenever a definition changes: a snapshot of another version is rebuilt."""
 _SNAPSHOT_VERSION: Final = f"{DERIVE_VERSION}/duckdb-{duckdb.__version__}"
 """What a snapshot must match: ``args_key`` is DuckDB's ``hash()``, which may change between
@@ -68,6 +69,7 @@ BASE_COLUMNS: Final[tuple[tuple[str, str], ...]] = (
     ("start_ns", "BIGINT"),
     ("duration_ms", "DOUBLE"),
     ("updated_ns", "BIGINT"),
+    ("version", "BIGINT"),
     ("norm_intent", "VARCHAR"),
     ("phrase", "VARCHAR"),
     ("intent_words", "INTEGER"),
@@ -91,7 +93,7 @@ CALLS_COLUMNS: Final = BASE_COLUMNS + STRUCTURE_COLUMNS
 """Columns of the copy's ``calls`` table (documented in docs/analytics.md)."""
 
 _SKIP_KNOWN: Final = (
-    "ANTI JOIN calls c ON c.tool_call_id = i.tool_call_id AND c.updated_ns = i.updated_ns"
+    "ANTI JOIN calls c ON c.tool_call_id = i.tool_call_id AND c.version = i.version"
 )
 _BASE: Final = ", ".join(c for c, _ in BASE_COLUMNS)
 _CALLS_DDL: Final = "CREATE TABLE calls (" + ", ".join(f"{c} {t}" for c, t in CALLS_COLUMNS) + ")"
@@ -111,13 +113,10 @@ class AnalyticsOptions:
     there; ``False``: no snapshot."""
     snapshot_min_rows: int = 20_000
     """Rewrite the snapshot after a sync once this many anchors changed since it was written."""
-    sync_overlap_seconds: float | None = None
-    """How far behind the newest ``updated_ns`` already copied a sync re-reads, for writes that
-    commit late (None: 2 s for SQLite, 30 s for PostgreSQL, where several writers commit
-    concurrently and clocks differ). Re-read anchors that did not change cost almost nothing."""
     recount_seconds: float = 30.0
     """When nothing newer was written, how often a sync still counts the ledger's anchors to
-    notice removed ones (a count scans an index: tens of milliseconds per million anchors)."""
+    notice removed ones (a count scans an index: tens of milliseconds per million anchors;
+    0: at every sync)."""
     max_staleness_seconds: float = 0.0
     """``run`` syncs first unless the last sync is at most this old (0: always sync)."""
     threads: int | None = None
@@ -258,6 +257,7 @@ class _Deriver:
                 "start_ns": column("start_ns"),
                 "duration_ms": column("duration_ms"),
                 "updated_ns": column("updated_ns"),
+                "version": column("version"),
                 "norm_intent": norm,
                 "phrase": phrase,
                 "intent_words": words,
@@ -269,8 +269,8 @@ class _Deriver:
         )
 
 
-def _max_updated(table: Any) -> int:
-    newest = _pyarrow_compute().max(table.column("updated_ns")).as_py()
+def _max_version(table: Any) -> int:
+    newest = _pyarrow_compute().max(table.column("version")).as_py()
     return int(newest) if newest is not None else 0
 
 
@@ -423,20 +423,25 @@ class Analytics:
                 and newest == self._watermark
                 and time.monotonic() - self._counted_at < self.options.recount_seconds
             ):
-                # nothing written since the last sync (updated_ns only grows): no reads
+                # nothing written since the last sync (versions only grow): no reads
                 self._synced_at = time.monotonic()
                 return SyncReport(0, 0, 0, False, self._rows, time.perf_counter() - started)
             rebuilt = self._rows == 0
-            overlap = self.options.sync_overlap_seconds
-            overlap_ns = self._source.overlap_ns if overlap is None else int(overlap * 1e9)
-            after = None if rebuilt else self._watermark - overlap_ns
+            after = None if rebuilt else self._watermark
             read, changed, sessions = self._apply(*self._fetch(after, full=rebuilt), full=rebuilt)
             # after a whole read there is nothing to compare the count with
             count, newest = (None, 0) if rebuilt else self._source.stats()
             self._counted_at = time.monotonic()
-            if count is not None and (count < self._rows or newest < self._watermark):
-                # anchors were removed, or the ledger replaced: start again from the whole ledger
-                # (more anchors than the copy is a write that landed after the read: next sync)
+            # Every anchor written up to the version read is in the copy now, so a copy with
+            # more anchors than the ledger holds removed ones; anchors the copy lacks with no
+            # newer version were not written by this ledger's writers (or it was replaced).
+            # Either way: start again from the whole ledger. (More anchors with newer versions
+            # were committed after the read: the next sync reads them.)
+            if count is not None and (
+                count < self._rows
+                or newest < self._watermark
+                or (count > self._rows and newest == self._watermark)
+            ):
                 rebuilt = True
                 more, changed, sessions = self._apply(*self._fetch(None, full=True), full=True)
                 read += more
@@ -458,10 +463,10 @@ class Analytics:
             )
 
     def _fetch(self, after: int | None, *, full: bool) -> tuple[int, Any]:
-        """Read the anchors with ``updated_ns > after`` and derive their columns as they
+        """Read the anchors with ``version > after`` and derive their columns as they
         arrive (the source reads the next table meanwhile): (anchors read, the changed ones
         with ``BASE_COLUMNS``, or None when none changed). Unless ``full``, anchors the copy
-        already holds with the same ``updated_ns`` (the overlap of an incremental sync) are
+        already holds with the same ``version`` (a read that overlaps the copy) are
         skipped before any work."""
         pa = _pyarrow()
         for attempt in (1, 2):
@@ -481,7 +486,7 @@ class Analytics:
         raise AssertionError("unreachable")
 
     def _unknown(self, raw: Any) -> Any:
-        """The anchors of ``raw`` the copy does not hold with the same ``updated_ns``."""
+        """The anchors of ``raw`` the copy does not hold with the same ``version``."""
         db = self._db
         db.register("fetched", raw)
         try:
@@ -527,7 +532,7 @@ class Analytics:
             db.register("calls", structured)
             self._arrow_calls = structured
             self._rows = structured.num_rows
-            self._watermark = max(self._watermark, _max_updated(structured))
+            self._watermark = max(self._watermark, _max_version(structured))
             return read, changed, sessions
         self._own_table()
         db.register("structured", structured)
@@ -544,7 +549,7 @@ class Analytics:
             db.execute("DROP TABLE IF EXISTS touched")
         self._rows = self._count()
         self._watermark = max(
-            self._watermark, self._scalar("SELECT coalesce(max(updated_ns), 0) FROM calls")
+            self._watermark, self._scalar("SELECT coalesce(max(version), 0) FROM calls")
         )
         return read, changed, sessions
 
@@ -729,20 +734,52 @@ class Analytics:
             return self._source.query(sql)
 
     def query(self, sql: str) -> Result:
-        """Run one SQL statement in DuckDB over the copy (table ``calls``), after a sync.
+        """Run one read-only SQL statement (``SELECT``/``WITH``/``FROM``/``EXPLAIN``) in DuckDB
+        over the copy (table ``calls``), after a sync. The copy is the ledger's, shared by every
+        report and saved to the snapshot: nothing else may change it.
 
         Raises:
-            AnalyticsError: the statement failed (one line).
+            AnalyticsError: the statement failed, or it is not one read-only statement (one
+                line).
         """
+        _check_read_only(sql)
         with self._lock:
             self._sync()
+            db = self._db
             try:
-                cursor = self._db.execute(sql)
-                rows = cursor.fetchall()
+                # (and inside a transaction rolled back: a read cannot leave anything behind)
+                db.execute("BEGIN TRANSACTION")
+                try:
+                    cursor = db.execute(sql)
+                    rows = cursor.fetchall()
+                    columns = tuple(d[0] for d in cursor.description or ())
+                finally:
+                    db.execute("ROLLBACK")
             except duckdb.Error as exc:
                 text = str(exc).strip().splitlines()
                 raise AnalyticsError(f"SQL error: {text[0] if text else exc}") from None
             finally:
                 self._snapshot_if_due()
-            columns = tuple(d[0] for d in cursor.description or ())
         return Result(name="sql", title=sql, columns=columns, rows=rows)
+
+
+_READ_ONLY_STATEMENTS: Final = frozenset({"SELECT", "EXPLAIN"})
+
+
+def _check_read_only(sql: str) -> None:
+    """Refuse anything but one read-only statement, by DuckDB's own parser."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        text = str(exc).strip().splitlines()
+        raise AnalyticsError(f"SQL error: {text[0] if text else exc}") from None
+    if len(statements) != 1:
+        raise AnalyticsError(
+            f"the analytics copy takes one SQL statement at a time ({len(statements)} given)"
+        )
+    kind = statements[0].type.name
+    if kind not in _READ_ONLY_STATEMENTS:
+        raise AnalyticsError(
+            f"the analytics copy is read-only: {kind} refused (SELECT, WITH ... SELECT, FROM "
+            "or EXPLAIN only; change the ledger through its writers)"
+        )

@@ -39,14 +39,17 @@ SOURCE_COLUMNS: Final[tuple[str, ...]] = (
     "args",
     "redaction",
     "updated_ns",
+    "version",
 )
-"""The anchor columns the copy is built from (``args``/``redaction`` only feed derived ones)."""
+"""The anchor columns the copy is built from (``args``/``redaction`` only feed derived ones;
+``version``, the row version the database orders, is what the copy syncs on)."""
 
 SOURCE_TYPES: Final[dict[str, str]] = {
     "seq": "int64",
     "start_ns": "int64",
     "duration_ms": "float64",
     "updated_ns": "int64",
+    "version": "int64",
 }
 """Arrow types of the source columns that are not text."""
 
@@ -118,23 +121,25 @@ class Source(ABC):
     dialect: str
     snapshot_default: Path | None = None
     """Where the columnar snapshot goes by default (None: use the user cache folder)."""
-    overlap_ns: int = 2_000_000_000
-    """How far behind the newest ``updated_ns`` seen a sync re-reads (late commits)."""
 
     @abstractmethod
     def stats(self) -> tuple[int | None, int]:
-        """(number of anchors or None when unknown, newest ``updated_ns`` or 0)."""
+        """(number of anchors or None when unknown, newest row ``version`` or 0)."""
 
     def newest(self) -> int | None:
-        """The newest ``updated_ns`` (an index lookup), or None when it cannot be had cheaply."""
+        """The newest row ``version`` (an index lookup), or None when it cannot be had cheaply.
+
+        Versions come from one counter in the database, taken under its write lock and held
+        until commit: a row committed later always has a higher version, whatever the writers'
+        clocks say, so "versions above the last one read" is exactly what was written since."""
         return None
 
     @abstractmethod
     def read(self, after_ns: int | None) -> Iterator[list[tuple[Any, ...]]]:
-        """Batches of rows (``SOURCE_COLUMNS``) with ``updated_ns > after_ns`` (None: all)."""
+        """Batches of rows (``SOURCE_COLUMNS``) with ``version > after_ns`` (None: all)."""
 
     def read_tables(self, after_ns: int | None) -> Iterator[Any]:
-        """The anchors with ``updated_ns > after_ns`` (None: all) as Arrow tables
+        """The anchors with ``version > after_ns`` (None: all) as Arrow tables
         (``arrow_schema()``), one consistent read.
 
         Raises:
@@ -177,19 +182,19 @@ class SQLiteSource(Source):
 
     def stats(self) -> tuple[int | None, int]:
         count, newest = self._conn.execute(
-            "SELECT count(*), coalesce(max(updated_ns), 0) FROM anchors"
+            "SELECT count(*), coalesce(max(version), 0) FROM anchors"
         ).fetchone()
         return int(count), int(newest)
 
     def newest(self) -> int | None:
-        (value,) = self._conn.execute("SELECT coalesce(max(updated_ns), 0) FROM anchors").fetchone()
+        (value,) = self._conn.execute("SELECT coalesce(max(version), 0) FROM anchors").fetchone()
         return int(value)
 
     def read(self, after_ns: int | None) -> Iterator[list[tuple[Any, ...]]]:
         if after_ns is None:
             cursor = self._conn.execute(_SELECT)
         else:
-            cursor = self._conn.execute(f"{_SELECT} WHERE updated_ns > ?", (after_ns,))
+            cursor = self._conn.execute(f"{_SELECT} WHERE version > ?", (after_ns,))
         while batch := cursor.fetchmany(BATCH_ROWS):
             yield batch
 
@@ -205,7 +210,7 @@ class SQLiteSource(Source):
             return
         sql = _ARROW_SELECT
         if after_ns is not None:
-            sql = f"{sql} WHERE updated_ns > {int(after_ns)}"
+            sql = f"{sql} WHERE version > {int(after_ns)}"
         batches: queue.Queue[Any] = queue.Queue(maxsize=2)
         stop = threading.Event()
         reader = threading.Thread(
@@ -301,7 +306,6 @@ class PostgresSource(Source):
     """A PostgreSQL ledger, read in read-only transactions."""
 
     dialect = "postgresql"
-    overlap_ns = 30_000_000_000  # several writers, several clocks, concurrent commits
 
     def __init__(self, url: str, dsn: str) -> None:
         # lazy: psycopg is the optional `postgres` extra
@@ -330,12 +334,12 @@ class PostgresSource(Source):
 
     def stats(self) -> tuple[int | None, int]:
         row = self._conn.execute(
-            "SELECT count(*), coalesce(max(updated_ns), 0) FROM anchors"
+            "SELECT count(*), coalesce(max(version), 0) FROM anchors"
         ).fetchone()
         return int(row[0]), int(row[1])
 
     def newest(self) -> int | None:
-        row = self._conn.execute("SELECT coalesce(max(updated_ns), 0) FROM anchors").fetchone()
+        row = self._conn.execute("SELECT coalesce(max(version), 0) FROM anchors").fetchone()
         return int(row[0])
 
     def read(self, after_ns: int | None) -> Iterator[list[tuple[Any, ...]]]:
@@ -343,7 +347,7 @@ class PostgresSource(Source):
             if after_ns is None:
                 cur.execute(_SELECT)
             else:
-                cur.execute(f"{_SELECT} WHERE updated_ns > %s", (after_ns,))
+                cur.execute(f"{_SELECT} WHERE version > %s", (after_ns,))
             while batch := cur.fetchmany(BATCH_ROWS):
                 yield batch
 
@@ -377,13 +381,13 @@ class LedgerSource(Source):
         since = -1 if after_ns is None else after_ns
         while True:
             try:
-                anchors = self._ledger.changed_since(since, limit=BATCH_ROWS)
+                anchors = self._ledger.written_after(since, limit=BATCH_ROWS)
             except LedgerError as exc:
                 raise AnalyticsError(str(exc)) from None
             if not anchors:
                 return
             yield [tuple(a[c] for c in SOURCE_COLUMNS) for a in anchors]  # type: ignore[literal-required]
-            since = anchors[-1]["updated_ns"]
+            since = anchors[-1]["version"]
 
 
 def open_source(ledger: str | Ledger | None) -> Source:

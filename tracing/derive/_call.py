@@ -170,7 +170,7 @@ def _outcome_inputs(
     outcome = attributes.get(A.OUTCOME)
     patch_raw = attributes.get(A.OUTCOME_PATCH)
     patch = parse_json(patch_raw) if patch_raw is not None else None
-    text = outcome if isinstance(outcome, str) and outcome else None
+    text = outcome if isinstance(outcome, str) and outcome and not outcome.isspace() else None
     patch_map = cast("Mapping[str, Any]", patch) if isinstance(patch, Mapping) else None
     if text is None and patch_map is None and result is not None:
         return result_outcome(result)

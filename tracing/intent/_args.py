@@ -147,9 +147,11 @@ def result_outcome(raw: Any) -> tuple[str | None, Mapping[str, Any] | None]:
     for mapping in _payloads(parse_json(raw, max_chars=FULL_PARSE_MAX_CHARS)):
         outcome = mapping.get("outcome")
         patch = mapping.get("outcome_patch")
-        if (isinstance(outcome, str) and outcome) or isinstance(patch, Mapping):
+        if not isinstance(outcome, str) or outcome.isspace():
+            outcome = None  # an outcome of only white space is no outcome
+        if outcome or isinstance(patch, Mapping):
             return (
-                outcome if isinstance(outcome, str) and outcome else None,
+                outcome or None,
                 cast("Mapping[str, Any]", patch) if isinstance(patch, Mapping) else None,
             )
     return None, None

@@ -33,6 +33,11 @@ def _decode_object(text: str | bytes) -> Any:
         return None
 
 
+def _text(value: Any) -> str | None:
+    """A string with something in it, else None (an intent of only white space is none)."""
+    return value if isinstance(value, str) and value and not value.isspace() else None
+
+
 def read_intent(
     args: Mapping[str, Any] | str | bytes | None, *, schema: Mapping[str, Any] | None = None
 ) -> str | None:
@@ -50,17 +55,15 @@ def read_intent(
         if args is None:
             return None
         if isinstance(args, Mapping):
-            value = args.get(INTENT_ARG)
-            return value if isinstance(value, str) else None
+            return _text(args.get(INTENT_ARG))
         if not isinstance(args, str | bytes):  # pyright: ignore[reportUnnecessaryIsInstance]
             return None
         fast = read_streaming_intent(args)  # intent first: stops at its end
         if fast is not None and fast.complete:
-            return fast.text
+            return _text(fast.text)
         parsed = _decode_object(args)
         if isinstance(parsed, dict):
-            value = cast("dict[str, Any]", parsed).get(INTENT_ARG)
-            return value if isinstance(value, str) else None
+            return _text(cast("dict[str, Any]", parsed).get(INTENT_ARG))
         return None
     except Exception as exc:  # never raise into a hot path
         count_internal_error("read_intent", exc)
@@ -139,10 +142,11 @@ def apply_outcome(
     case-sensitive; no change when ``from`` is absent) > the intent unchanged. There is
     deliberately no tense rewriting.
     """
-    if isinstance(outcome, str) and outcome:
-        return outcome
+    if isinstance(outcome, str) and outcome and not outcome.isspace():
+        return outcome  # (an outcome of only white space is none: the intent stays)
     if isinstance(outcome_patch, Mapping):
         old, new = outcome_patch.get("from"), outcome_patch.get("to")
         if isinstance(old, str) and old and isinstance(new, str):
-            return intent.replace(old, new, 1)
+            patched = intent.replace(old, new, 1)
+            return patched if patched and not patched.isspace() else intent
     return intent
