@@ -6,8 +6,8 @@ a columnar table with the per-call definitions computed once answers in tens of 
 ``version`` (one counter in the database, in commit order; never a writer's clock): each sync
 reads only the anchors written since the last version it read, derives their columns, and
 recomputes the session-dependent columns of the sessions they touch; a copy holding more anchors
-than the ledger after that (some were deleted) is rebuilt. A Parquet snapshot beside the ledger lets a new process start from the last
-copy instead of the whole ledger.
+than the ledger after that (some were deleted) is rebuilt. A Parquet snapshot beside the ledger
+lets a new process start from the last copy instead of the whole ledger.
 """
 
 from __future__ import annotations
