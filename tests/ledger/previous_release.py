@@ -132,7 +132,7 @@ def load_postgres_fixture(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
         for statement in POSTGRES_FIXTURE.read_text().split(";\n"):
             if statement.strip():
-                conn.execute(statement)  # pyright: ignore[reportArgumentType]
+                conn.execute(statement)  # pyright: ignore[reportArgumentType, reportCallIssue]
 
 
 def main() -> None:  # pragma: no cover - run by hand to regenerate the fixtures
@@ -153,13 +153,13 @@ def main() -> None:  # pragma: no cover - run by hand to regenerate the fixtures
     base = os.environ.get(INTENTRACE_TEST_POSTGRES_URL, "postgresql://postgres@127.0.0.1:5432/test")
     schema = f"prev_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")  # pyright: ignore[reportArgumentType]
+        conn.execute(f"CREATE SCHEMA {schema}")  # pyright: ignore[reportArgumentType, reportCallIssue]
     try:
         write_with_previous_release(f"{base}?options=-csearch_path%3D{schema}", repo)
         POSTGRES_FIXTURE.write_text(_dump_postgres(base, schema, repo))
     finally:
         with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")  # pyright: ignore[reportArgumentType]
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")  # pyright: ignore[reportArgumentType, reportCallIssue]
     print(f"wrote {SQLITE_FIXTURE} and {POSTGRES_FIXTURE}")
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ def _postgres_ledger(base: str) -> tuple[str, Callable[[str], list[tuple[Any, ..
 
     def query(sql: str) -> list[tuple[Any, ...]]:
         with psycopg.connect(url, autocommit=True) as conn:
-            return conn.execute(sql).fetchall()  # pyright: ignore[reportArgumentType]
+            return conn.execute(sql).fetchall()  # pyright: ignore[reportArgumentType, reportCallIssue]
 
     return url, query
 
