@@ -6,6 +6,7 @@ import csv
 import io
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -95,6 +96,42 @@ def test_sql_columnar(url: str) -> None:
                      "count(*) AS n FROM calls", "--columnar", "--ledger", url, "--format", "csv")  # fmt: skip
     assert code == 0, out
     assert out == "r,n\n0,5\n"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "DELETE FROM calls WHERE status = 'error'",
+        "UPDATE calls SET status = 'success'",
+        "CREATE TABLE mine AS SELECT * FROM calls",
+        "COPY calls TO '/tmp/intentrace-copy.csv'",
+        "DROP TABLE calls",
+        "SELECT 1; DELETE FROM calls",
+        "CHECKPOINT",
+    ],
+)
+def test_sql_columnar_never_writes_the_shared_copy(url: str, query: str, tmp_path: Path) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path)}
+    count = ["sql", "SELECT count(*) AS n FROM calls", "--columnar", "--ledger", url]
+    result = CliRunner().invoke(main, ["sql", query, "--columnar", "--ledger", url], env=env)
+    assert result.exit_code == 1
+    out = result.output
+    assert out.startswith("Error: the analytics copy ") and out.count("\n") == 1, out
+    assert "Traceback" not in out
+    again = CliRunner().invoke(main, [*count, "--format", "csv"], env=env)
+    assert again.output == "n\n5\n"  # (and the snapshot it saved holds all five)
+
+
+def test_sql_columnar_runs_reads_only_and_leaves_nothing_behind(url: str) -> None:
+    from tracing.analytics import Analytics, AnalyticsError, AnalyticsOptions
+
+    with Analytics(url, options=AnalyticsOptions(snapshot=False)) as engine:
+        assert engine.query("WITH c AS (SELECT * FROM calls) SELECT count(*) FROM c").rows == [(5,)]
+        assert engine.query("FROM calls SELECT count(*)").rows == [(5,)]
+        assert engine.query("EXPLAIN SELECT * FROM calls").rows
+        with pytest.raises(AnalyticsError, match="read-only: INSERT refused"):
+            engine.query("INSERT INTO calls SELECT * FROM calls")
+        assert engine.query("SELECT count(*) FROM calls").rows == [(5,)]
 
 
 @pytest.mark.parametrize(

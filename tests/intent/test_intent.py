@@ -167,6 +167,11 @@ def test_marker_is_checked_on_the_description() -> None:
         ('{"intent": "Lone \\ud800 surrogate"}', "Lone \ufffd surrogate"),
         ('{"q": 1, "intent": "Lone \\ud800 surrogate"}', "Lone \ud800 surrogate"),
         ('{"intent": null}', None),
+        ({"intent": "   "}, None),  # only white space: no intent
+        ({"intent": "\t\n "}, None),
+        ('{"intent": "  ", "q": 1}', None),
+        ('{"q": 1, "intent": "\\n"}', None),
+        ({"intent": ""}, None),
         ("[1, 2]", None),
         ("", None),
         ("not json", None),
@@ -266,6 +271,11 @@ def test_business_intent_is_never_stripped_removed_or_read() -> None:
         ({"outcome_patch": {"to": "x"}}, "Searching for OAuth handlers"),
         ({"outcome_patch": {"from": 1, "to": "x"}}, "Searching for OAuth handlers"),
         ({"outcome": ""}, "Searching for OAuth handlers"),
+        ({"outcome": "   "}, "Searching for OAuth handlers"),  # only white space: no outcome
+        (
+            {"outcome": " \n", "outcome_patch": {"from": "Searching", "to": "Searched"}},
+            "Searched for OAuth handlers",
+        ),
     ],
 )
 def test_apply_outcome(kwargs: dict[str, Any], expected: str) -> None:

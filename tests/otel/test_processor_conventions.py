@@ -363,3 +363,31 @@ def test_parallel_calls_started_out_of_order_get_their_own_call_ids(overlap: boo
         )
         assert spans[call_id]["name"] == intent
     assert cap.processor.stats()["learned_reassigned"] >= 1
+
+
+@pytest.mark.parametrize("seen", ["live", "ended"])
+def test_learned_ids_do_not_depend_on_when_the_start_was_handled(seen: str) -> None:
+    """OpenInference's LlamaIndex tool spans get their attributes after start: the processor's
+    thread may handle the start while the span is live (nothing to recognise yet: it is named
+    only at settle) or after it ended (recognised at start). Either way the call the model span
+    requested is matched, and the anchor id is the same."""
+    tool = {
+        A.OPENINFERENCE_SPAN_KIND: "TOOL",
+        A.OI_TOOL_NAME: "search_code",
+        A.OI_INPUT_VALUE: json.dumps({"intent": "Searching A", "q": "a"}),
+    }
+    with capture(registry=REGISTRY, options=IntentOptions(in_thread=False)) as cap:
+        with cap.tracer.start_as_current_span("agent"):
+            _end_only(cap, "ChatModel", _oi_llm_attrs([("call_0", "search_code", {"intent": "A"})]))
+            if seen == "live":
+                span = cap.tracer.start_span("FunctionTool.acall")  # attributes come later
+                span.set_attributes(tool)
+            else:
+                span = cap.tracer.start_span("FunctionTool.acall", attributes=tool)
+            span.end()
+        anchors = cap.anchors()
+        stats = cap.processor.stats()
+    (anchor,) = anchors.values()
+    assert anchor["tool_call_id"] == anchor_id("call_0")
+    assert anchor["provider_call_id"] == "call_0"
+    assert anchor["intent"] == "Searching A" and stats["learned_matched"] == 1
