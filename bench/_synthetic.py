@@ -18,6 +18,7 @@ import string
 from collections.abc import Iterator
 from typing import Any
 
+from tracing.anchor import anchor_id
 from tracing.status import Status, frame_label
 
 TOOLS: dict[str, tuple[float, float]] = {  # tool -> (median duration ms, error rate)
@@ -223,8 +224,9 @@ def anchors(
                     outcome = f"Found {rng.randint(0, 40)} results"
                 label = frame_label(tool_name=tool, status=status, intent=shown, outcome=outcome)
                 updated += 1  # distinct stamps: the time of the last write plus a counter
+                provider = _id(rng, "call_", 24)
                 yield (
-                    _id(rng, "call_", 24),
+                    anchor_id(provider, session_id=session_id, turn=turn),
                     session_id,
                     seq,
                     None if live else seq,
@@ -247,6 +249,8 @@ def anchors(
                     None if live else '{"ok": true, "items": 3}',
                     _REDACT_HIDE if hidden else _REDACT_KEEP,
                     (end or start) + updated % 1_000_000,
+                    provider,
+                    updated,  # the row version: one counter, in write order
                 )
                 made += 1
                 made_in_session += 1

@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tracing.anchor import anchor_id
 from tracing.environment_variables import INTENTRACE_TEST_POSTGRES_URL
 from tracing.ledger import ANCHOR_COLUMNS, Ledger, LedgerOptions, open_ledger
 from tracing.status import Status
@@ -71,12 +72,15 @@ def writes_for(n: int, tag: str) -> tuple[list[dict[str, Any]], list[dict[str, A
     starts: list[dict[str, Any]] = []
     ends: list[dict[str, Any]] = []
     for i in range(n):
-        cid = call_id()
+        provider = call_id()
         session = f"{tag}-{i % SESSIONS}"
+        turn = 1 + i // 1000
+        cid = anchor_id(provider, session_id=session, turn=turn)  # as every writer makes it
         t = T0 + i * 1000
         starts.append({
-            "tool_call_id": cid, "tool_name": "search_code", "status": Status.IN_FLIGHT,
-            "session_id": session, "turn": 1 + i // 1000, "batch_id": f"b{i // 4}",
+            "tool_call_id": cid, "provider_call_id": provider, "tool_name": "search_code",
+            "status": Status.IN_FLIGHT, "session_id": session, "turn": turn,
+            "batch_id": f"b{i // 4}",
             "agent_id": "coder", "intent": f"Searching for the handler of route {i}",
             "label": f"Searching for the handler of route {i}", "start_ns": t,
             "trace_id": secrets.token_hex(16), "span_id": secrets.token_hex(8),
@@ -109,6 +113,7 @@ def final_rows(
         row["settle_seq"] = 2 * i + 2
         row["duration_ms"] = 400.0
         row["updated_ns"] = now + i
+        row["version"] = i + 1
         rows.append(tuple(row[c] for c in ANCHOR_COLUMNS))
     return rows
 
