@@ -348,3 +348,23 @@ def test_every_call_is_one_row_and_the_copy_is_the_ledger(
     store_urls: Any, skewed: SkewedClock, plan: list[dict[str, Any]]
 ) -> None:
     check_interleavings(store_urls(), skewed, plan)
+
+
+def test_written_after_sees_a_writer_whose_clock_is_behind(
+    skewed: SkewedClock, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    url = f"sqlite:///{tmp_path_factory.mktemp('clock')}/ledger.db"
+    writers = Writers(url, skewed)  # the second writer's clock is 7 minutes behind
+    try:
+        first, behind = writers.ledgers[0], writers.ledgers[1]
+        first.record(_write("a", Status.SUCCESS, session_id="s"))
+        writers.flush()
+        (seen,) = first.written_after(0)
+        behind.record(_write("b", Status.SUCCESS, session_id="s"))
+        writers.flush()
+        assert first.changed_since(seen["updated_ns"]) == []  # by the clock: missed
+        (late,) = first.written_after(seen["version"], session_id="s")  # by version: seen
+        assert late["tool_call_id"] == "b" and late["updated_ns"] < seen["updated_ns"]
+        assert first.written_after(seen["version"], session_id="other") == []
+    finally:
+        writers.close()

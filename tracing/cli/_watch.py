@@ -1,6 +1,6 @@
 """``intentrace watch``: what the agent is doing right now, in the terminal.
 
-Fed from the ledger only (polling ``changed_since``, reconciling with ``in_flight`` now and
+Fed from the ledger only (polling ``written_after``, reconciling with ``in_flight`` now and
 then), so it follows an agent in another process, or on another machine through PostgreSQL.
 Calls are grouped in blocks of siblings (one model step, ``batch_id``) headed by
 ``tracing.status.group_header``; a block stays on screen while any of its calls is live and
@@ -136,7 +136,7 @@ class Watcher:
             latest = self.ledger.sessions(limit=1)
             session = latest[0]["session_id"] if latest else None
         history = self.ledger.session_anchors(session) if session is not None else []
-        stamps = [a["updated_ns"] for a in (*live, *history)]
+        stamps = [a["version"] for a in (*live, *history)]
         self.cursor = max(stamps, default=0)
         self.forget(self.apply(live))
         self.last_reconcile = time.monotonic()
@@ -148,10 +148,11 @@ class Watcher:
         """Read what changed: (changed calls in write order, blocks that just settled)."""
         changed: list[Anchor] = []
         while True:
-            rows = self.ledger.changed_since(self.cursor, session_id=self.session_id, limit=1000)
+            # by row version, not a writer's clock: a writer whose clock is behind is seen too
+            rows = self.ledger.written_after(self.cursor, session_id=self.session_id, limit=1000)
             changed.extend(rows)
             if rows:
-                self.cursor = max(self.cursor, rows[-1]["updated_ns"])
+                self.cursor = max(self.cursor, rows[-1]["version"])
             if len(rows) < 1000:
                 break
         if time.monotonic() - self.last_reconcile >= RECONCILE_SECONDS:

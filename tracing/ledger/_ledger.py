@@ -560,13 +560,18 @@ class Ledger:
             params.append(session_id)
         return self._anchors(where, [*params, max(0, limit)], "ORDER BY updated_ns LIMIT ?")
 
-    def written_after(self, version: int, *, limit: int = 1000) -> list[Anchor]:
+    def written_after(
+        self, version: int, *, session_id: str | None = None, limit: int = 1000
+    ) -> list[Anchor]:
         """Calls written after row version ``version``, in version order (poll with the last
         one's ``version``). Versions come from one counter in the database and follow commit
         order: unlike ``changed_since``, no write is missed whatever the writers' clocks."""
-        return self._anchors(
-            "version > ?", [int(version), max(0, limit)], "ORDER BY version LIMIT ?"
-        )
+        where = "version > ?"
+        params: list[Any] = [int(version)]
+        if session_id is not None:
+            where += " AND session_id = ?"
+            params.append(session_id)
+        return self._anchors(where, [*params, max(0, limit)], "ORDER BY version LIMIT ?")
 
     def checkpoints(self, session_id: str) -> list[Anchor]:
         """The settled calls of a session, in ``seq`` order."""
