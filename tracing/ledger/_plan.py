@@ -19,7 +19,8 @@ see ``_writer``), then ``plan_batch`` replays the batch's writes in arrival orde
 * an ``abandoned`` write (a stream tap whose stream stopped before the call's arguments were
   complete) settles a call only while it is still ``streaming``: a call the application has
   taken over (in flight, in the background) keeps its status, and the write only fills gaps; a
-  call settled otherwise it leaves as it is (the stream's error is not the call's). Only the ledger's own reaper (``reaping=True``) abandons a live call that went stale.
+  call settled otherwise it leaves as it is (the stream's error is not the call's). Only the
+  ledger's own reaper (``reaping=True``) abandons a live call that went stale.
   Abandonment is our guess, not the application's word: an in-flight or background write that
   arrives after it (the processor's thread lagging the tap's) revives the call.
 * a write from a tool span (``span_id`` given) for a call settled under another span is another
