@@ -73,7 +73,7 @@ def test_a_span_never_continues_a_call_settled_under_another_span() -> None:
         "1" * 16: (base, "Read A"),
         "2" * 16: (moved, "Read B"),
     }
-    assert rows["1" * 16]["status"] == Status.SUCCESS and rows["1" * 16]["error"] is None
+    assert rows["1" * 16]["status"] == Status.SUCCESS  # (the cut stream only fills gaps)
 
 
 def test_a_live_call_is_taken_over_by_the_span_that_settles_it() -> None:

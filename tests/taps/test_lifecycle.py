@@ -28,7 +28,7 @@ from tests.support.sse import (
     responses_stream,
     sse,
 )
-from tests.taps.conftest import Spy, sdk_client
+from tests.taps.conftest import Spy, one_by_provider, sdk_client
 from tracing import IntentRegistry
 from tracing.ledger import Anchor, Ledger
 from tracing.otel._processor import IntentSpanProcessor
@@ -64,7 +64,7 @@ def until(check: Callable[[], Any], timeout: float = 10.0) -> Any:
 
 def row(ledger: Ledger, call_id: str) -> Anchor:
     assert ledger.flush()
-    found = ledger.anchor(call_id)
+    found = one_by_provider(ledger, call_id)
     assert found is not None, call_id
     return found
 
@@ -224,9 +224,10 @@ def test_a_late_abandon_never_downgrades_a_call_the_app_took_over(
             if tc and tc[0].index == 1 and tc[0].function and tc[0].function.arguments:
                 args += tc[0].function.arguments
                 if args == B[2]:
-                    tracing.tool_call(
-                        "read_file", json.loads(args), call_id="call_Bb2", tracer=tracer
-                    ).__enter__()
+                    with tracing.session("late"):  # the tap's session: the same anchor id
+                        tracing.tool_call(
+                            "read_file", json.loads(args), call_id="call_Bb2", tracer=tracer
+                        ).__enter__()
     assert processor.force_flush()
     b = row(ledger, "call_Bb2")
     assert b["status"] == Status.IN_FLIGHT and b["label"] == "Reading the callback router"
@@ -269,12 +270,12 @@ def test_mid_stream_rows_and_a_pause_shows_what_was_written(
     assert script.reached.wait(10)
     label = until(
         lambda: (
-            (r := ledger.anchor("call_P")) is not None
+            (r := one_by_provider(ledger, "call_P")) is not None
             and r["label"] == "Searching for the OAuth token"
             and r
         )
     )
-    assert label, ledger.anchor("call_P")
+    assert label, one_by_provider(ledger, "call_P")
     assert not done.is_set()  # still held: no delta came after the pause began
     got_at = next(t for t, text in seen if text == "Searching for the OAuth token")
     assert label["status"] == Status.STREAMING

@@ -18,9 +18,8 @@ see ``_writer``), then ``plan_batch`` replays the batch's writes in arrival orde
   status, the label or what the label is made of;
 * an ``abandoned`` write (a stream tap whose stream stopped before the call's arguments were
   complete) settles a call only while it is still ``streaming``: a call the application has
-  taken over (in flight, in the background) keeps its status, and the write only fills gaps; a
-  call settled otherwise it leaves as it is (the stream's error is not the call's). Only the
-  ledger's own reaper (``reaping=True``) abandons a live call that went stale.
+  taken over (in flight, in the background, settled) keeps its status, and the write only fills
+  gaps. Only the ledger's own reaper (``reaping=True``) abandons a live call that went stale.
   Abandonment is our guess, not the application's word: an in-flight or background write that
   arrives after it (the processor's thread lagging the tap's) revives the call.
 * a write from a tool span (``span_id`` given) for a call settled under another span is another
@@ -436,8 +435,6 @@ def _further(
         # app's word: the app starting or backgrounding the call after all replaces it.
         row["end_ns"] = row["error"] = row["settle_seq"] = None
         call[_SETTLE_AT], call[_SETTLE_IN] = -1, None
-    elif status == _ABANDONED and stored_status in SETTLED_STATUSES and not reaping:
-        return  # a stream cut short says nothing about a call that settled (a reused id's)
     elif (
         (stored_status in SETTLED_STATUSES and status in LIVE_STATUSES)
         or (status == _STREAMING and stored_status != _STREAMING)
