@@ -123,7 +123,11 @@ def test_every_row_survives_and_new_calls_never_overwrite_old_ones(
         newest = max(a["version"] for a in found)
         assert newest > max(versions)  # the counter continues above the migrated rows
         names = [r[0] for r in query("SELECT name FROM schema_migrations ORDER BY name")]
-        assert names == ["0001_anchors_sessions_blocks", "0002_provider_call_id_and_row_versions"]
+        assert names == [
+            "0001_anchors_sessions_blocks",
+            "0002_dropped",
+            "0003_provider_call_id_and_row_versions",
+        ]
     finally:
         ledger.close()
     reader = open_ledger(url, read_only=True)
