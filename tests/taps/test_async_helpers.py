@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from tests.support.sse import SSEServer, anthropic_stream, chat_stream, responses_stream
-from tests.taps.conftest import sdk_client
+from tests.taps.conftest import one_by_provider, sdk_client
 from tests.taps.test_lifecycle import until
 from tracing import IntentRegistry
 from tracing.ledger import Ledger
@@ -66,12 +66,12 @@ def test_async_message_stream_held_then_final_message(
     a = until(
         lambda: (
             ledger.flush()
-            and (r := ledger.anchor("toolu_h1"))
+            and (r := one_by_provider(ledger, "toolu_h1"))
             and r["intent"] == "Searching for OAuth handling"
             and r
         )
     )
-    b = until(lambda: ledger.flush() and (r := ledger.anchor("toolu_h2")) and r)
+    b = until(lambda: ledger.flush() and (r := one_by_provider(ledger, "toolu_h2")) and r)
     assert a and b and (a["status"], b["status"]) == (Status.STREAMING, Status.STREAMING)
     script.release.set()
     thread.join(10)
@@ -80,7 +80,7 @@ def test_async_message_stream_held_then_final_message(
         blk.id for blk in final.content if blk.type == "tool_use"
     ] == ["toolu_h1", "toolu_h2"]
     assert ledger.flush()
-    row = ledger.anchor("toolu_h2")
+    row = one_by_provider(ledger, "toolu_h2")
     assert row is not None and row["intent"] == "Reading the callback router"
 
 
@@ -98,7 +98,7 @@ def test_async_message_stream_error_event_keeps_the_providers_message(
     with pytest.raises(anthropic.APIStatusError, match="Overloaded"):
         asyncio.run(app())
     assert ledger.flush()
-    row = ledger.anchor("toolu_e1")
+    row = one_by_provider(ledger, "toolu_e1")
     assert row is not None and row["status"] == Status.ABANDONED
     assert "Overloaded" in (row["error"] or "") and "Searching".startswith(row["intent"] or "-")
 
@@ -120,7 +120,7 @@ def test_async_chat_completion_stream_cut(
     with pytest.raises(openai.APIConnectionError):
         asyncio.run(app())
     assert ledger.flush()
-    a, b = ledger.anchor("call_c1"), ledger.anchor("call_c2")
+    a, b = one_by_provider(ledger, "call_c1"), one_by_provider(ledger, "call_c2")
     assert a is not None and a["status"] == Status.STREAMING  # complete: call_c2 had started
     assert (
         b is not None
@@ -147,6 +147,6 @@ def test_async_response_stream_error_event(
         types = [f"raised {type(exc).__name__}"]
     assert types[-1] in ("error", "raised APIError"), types
     assert ledger.flush()
-    row = ledger.anchor("call_r1")
+    row = one_by_provider(ledger, "call_r1")
     assert row is not None and row["status"] == Status.ABANDONED
     assert "The server had an error" in (row["error"] or "")

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 import tracing
 from tests.support.sse import GEMINI_RESPONSE_ID, SSEServer, gemini_error, gemini_stream
-from tests.taps.conftest import Spy
+from tests.taps.conftest import Spy, one_by_provider
 from tests.taps.test_lifecycle import until
 from tracing import IntentRegistry
 from tracing.ledger import Ledger
@@ -74,7 +74,9 @@ def test_whole_calls_one_write_each_with_the_whole_intent(
             intent,
             GEMINI_RESPONSE_ID,
         )
-    rows = {r["tool_call_id"]: r for r in ledger.session_anchors("g-1")} if ledger.flush() else {}
+    rows = (
+        {r["provider_call_id"]: r for r in ledger.session_anchors("g-1")} if ledger.flush() else {}
+    )
     assert {c: (r["status"], r["label"]) for c, r in rows.items()} == {
         "fc_read_1": (Status.STREAMING, "Reading the callback router"),
         derived: (Status.STREAMING, "Searching for OAuth handling"),
@@ -100,12 +102,12 @@ def test_mid_stream_then_an_error_event(
     thread = threading.Thread(target=app, daemon=True)
     thread.start()
     assert script.reached.wait(10)
-    held = until(lambda: ledger.flush() and ledger.anchor("fc_1"))
+    held = until(lambda: ledger.flush() and one_by_provider(ledger, "fc_1"))
     assert held and (held["status"], held["intent"]) == (Status.STREAMING, SEARCH["intent"])
     script.release.set()
     thread.join(10)
     assert raised and "overloaded" in str(raised[0])
-    row = ledger.anchor("fc_1")
+    row = one_by_provider(ledger, "fc_1")
     assert row is not None and row["status"] == Status.STREAMING
 
 
@@ -139,7 +141,7 @@ def test_async_stream_and_the_processor_meets_the_row(
     provider.shutdown()
     assert ledger.flush()
     (r,) = ledger.session_anchors("g-3")
-    assert (r["tool_call_id"], r["status"], r["label"]) == (
+    assert (r["provider_call_id"], r["status"], r["label"]) == (
         call_id,
         Status.SUCCESS,
         "Found 3 OAuth handlers",

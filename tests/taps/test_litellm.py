@@ -16,6 +16,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch of its
 import litellm
 
 from tests.support.sse import SSEServer, anthropic_stream, chat_stream
+from tests.taps.conftest import one_by_provider
 from tests.taps.test_lifecycle import until
 from tracing import IntentRegistry
 from tracing.ledger import Ledger
@@ -66,7 +67,7 @@ def test_completion_stream_openai_provider(
     assert tool_deltas(tapped) == tool_deltas(plain) and len(tapped) == len(plain)
     assert ledger.flush()
     assert [
-        (r["tool_call_id"], r["status"], r["intent"]) for r in ledger.session_anchors("ll-1")
+        (r["provider_call_id"], r["status"], r["intent"]) for r in ledger.session_anchors("ll-1")
     ] == [
         ("call_ll1", Status.STREAMING, "Searching for OAuth handling"),
         ("call_ll2", Status.STREAMING, "Reading the callback router"),
@@ -84,7 +85,7 @@ def test_completion_stream_anthropic_provider(
     )  # fmt: skip
     list(StreamTap(ledger=ledger, registry=registry, session_id="ll-2").wrap(stream))
     assert ledger.flush()
-    assert [(r["tool_call_id"], r["intent"]) for r in ledger.session_anchors("ll-2")] == [
+    assert [(r["provider_call_id"], r["intent"]) for r in ledger.session_anchors("ll-2")] == [
         ("toolu_ll1", "Searching for OAuth handling"),
         ("toolu_ll2", "Reading the callback router"),
     ]
@@ -106,7 +107,7 @@ def test_acompletion_stream(
     assert asyncio.run(main()) > 10
     assert ledger.flush()
     (r,) = ledger.session_anchors("ll-3")
-    assert (r["tool_call_id"], r["intent"]) == ("call_ll1", "Searching for OAuth handling")
+    assert (r["provider_call_id"], r["intent"]) == ("call_ll1", "Searching for OAuth handling")
 
 
 def test_held_then_cut_inside_the_second_call(
@@ -128,14 +129,17 @@ def test_held_then_cut_inside_the_second_call(
     assert script.reached.wait(20)
     mid = until(
         lambda: (
-            ledger.flush() and (r := ledger.anchor("call_ll2")) is not None and r["intent"] and r
+            ledger.flush()
+            and (r := one_by_provider(ledger, "call_ll2")) is not None
+            and r["intent"]
+            and r
         )
     )
     assert mid and mid["status"] == Status.STREAMING
     script.release.set()
     thread.join(20)
     assert ledger.flush()
-    a, b = ledger.anchor("call_ll1"), ledger.anchor("call_ll2")
+    a, b = one_by_provider(ledger, "call_ll1"), one_by_provider(ledger, "call_ll2")
     assert a is not None and (a["status"], a["intent"]) == (
         Status.STREAMING,
         "Searching for OAuth handling",

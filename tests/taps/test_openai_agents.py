@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 import tracing
 from tests.support.sse import SSEServer, chat_stream, responses_stream
+from tests.taps.conftest import one_by_provider
 from tracing import IntentRegistry
 from tracing.ledger import Ledger
 from tracing.otel._processor import IntentSpanProcessor
@@ -99,7 +100,7 @@ def test_run_streamed_rows_go_streaming_in_flight_settled(
             kinds.append(event.type)
             if event.type == "run_item_stream_event" and event.name == "tool_called" and not mid:
                 assert ledger.flush()  # the model's response is over, no tool has run yet
-                mid.update({c: ledger.anchor(c) for c in ("call_ag1", "call_ag2")})
+                mid.update({c: one_by_provider(ledger, c) for c in ("call_ag1", "call_ag2")})
         return result.final_output
 
     with tracing.session("ag-1", turn=1):  # the tap's rows and the processor's share it
@@ -112,7 +113,7 @@ def test_run_streamed_rows_go_streaming_in_flight_settled(
     assert mid["call_ag2"]["intent"] == "Reading the callback router"
     assert mid["call_ag1"]["batch_id"] == mid["call_ag2"]["batch_id"]  # one model response
     assert provider.force_flush() and ledger.flush()
-    rows = {r["tool_call_id"]: r for r in ledger.session_anchors("ag-1")}
+    rows = {r["provider_call_id"]: r for r in ledger.session_anchors("ag-1")}
     assert set(rows) == {"call_ag1", "call_ag2"}
     assert (rows["call_ag1"]["status"], rows["call_ag1"]["label"]) == (
         Status.SUCCESS,
@@ -141,7 +142,7 @@ def test_the_next_model_response_of_the_run_is_a_new_batch(
         asyncio.run(main())
     assert provider.force_flush() and ledger.flush()
     rows = ledger.session_anchors("ag-2")
-    assert [(r["tool_call_id"], r["status"]) for r in rows] == [
+    assert [(r["provider_call_id"], r["status"]) for r in rows] == [
         ("call_ag1", Status.SUCCESS),
         ("call_ag3", Status.SUCCESS),
     ]
@@ -178,13 +179,13 @@ def test_mid_stream_and_a_cut_stream(
 
     def both() -> Any:
         ledger.flush()
-        a, b = ledger.anchor("call_ag1"), ledger.anchor("call_ag2")
+        a, b = one_by_provider(ledger, "call_ag1"), one_by_provider(ledger, "call_ag2")
         return a and b and a["intent"] == "Searching for OAuth handling" and b["intent"] and (a, b)
 
     from tests.taps.test_lifecycle import until
 
     got = until(both)
-    assert got, (ledger.anchor("call_ag1"), ledger.anchor("call_ag2"))
+    assert got, (one_by_provider(ledger, "call_ag1"), one_by_provider(ledger, "call_ag2"))
     assert got[1]["status"] == Status.STREAMING and "Reading the callback router".startswith(
         got[1]["intent"]
     )
@@ -192,7 +193,7 @@ def test_mid_stream_and_a_cut_stream(
     thread.join(20)
     assert errors  # the run failed: the model's connection was cut
     assert ledger.flush()
-    a, b = ledger.anchor("call_ag1"), ledger.anchor("call_ag2")
+    a, b = one_by_provider(ledger, "call_ag1"), one_by_provider(ledger, "call_ag2")
     assert a is not None and b is not None
     assert (
         a["status"] == Status.STREAMING
@@ -218,6 +219,6 @@ def test_chat_completions_model_of_the_agents_sdk(
         asyncio.run(main())
     assert provider.force_flush() and ledger.flush()
     (r,) = ledger.session_anchors("ag-4")
-    assert (r["tool_call_id"], r["status"], r["intent"]) == (
+    assert (r["provider_call_id"], r["status"], r["intent"]) == (
         "call_ag1", Status.SUCCESS, "Searching for OAuth handling",
     )  # fmt: skip

@@ -20,6 +20,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 import tracing
 from tests.support.sse import SSEServer, anthropic_stream, chat_stream
+from tests.taps.conftest import one_by_provider
 from tests.taps.test_lifecycle import until
 from tracing import IntentRegistry
 from tracing.ledger import Ledger
@@ -84,7 +85,9 @@ def test_iter_node_streams(
                             kinds.append(event.event_kind)
                 elif Agent.is_call_tools_node(node) and not before_tools:
                     assert ledger.flush()
-                    before_tools.update({c: ledger.anchor(c) for c in ("call_pa1", "call_pa2")})
+                    before_tools.update(
+                        {c: one_by_provider(ledger, c) for c in ("call_pa1", "call_pa2")}
+                    )
         assert run.result is not None
         return run.result.output
 
@@ -96,7 +99,7 @@ def test_iter_node_streams(
         "call_pa2": (Status.STREAMING, "Reading the callback router"),
     }
     assert provider.force_flush() and ledger.flush()
-    rows = {r["tool_call_id"]: r for r in ledger.session_anchors("pa-1")}
+    rows = {r["provider_call_id"]: r for r in ledger.session_anchors("pa-1")}
     assert {c: r["status"] for c, r in rows.items()} == {
         "call_pa1": Status.SUCCESS,
         "call_pa2": Status.SUCCESS,
@@ -125,7 +128,7 @@ def test_run_stream_event_stream_handler(
         assert asyncio.run(main()) == "Found 3."
     assert provider.force_flush() and ledger.flush()
     (r,) = ledger.session_anchors("pa-2")
-    assert (r["tool_call_id"], r["status"], r["intent"]) == (
+    assert (r["provider_call_id"], r["status"], r["intent"]) == (
         "call_pa1", Status.SUCCESS, "Searching for OAuth handling",
     )  # fmt: skip
 
@@ -162,7 +165,10 @@ def test_a_model_stream_cut_mid_call(
     assert script.reached.wait(20)
     mid = until(
         lambda: (
-            ledger.flush() and (r := ledger.anchor("call_pa2")) is not None and r["intent"] and r
+            ledger.flush()
+            and (r := one_by_provider(ledger, "call_pa2")) is not None
+            and r["intent"]
+            and r
         )
     )
     assert mid and mid["status"] == Status.STREAMING  # read while the server holds the stream
@@ -170,7 +176,7 @@ def test_a_model_stream_cut_mid_call(
     thread.join(20)
     assert errors
     assert ledger.flush()
-    a, b = ledger.anchor("call_pa1"), ledger.anchor("call_pa2")
+    a, b = one_by_provider(ledger, "call_pa1"), one_by_provider(ledger, "call_pa2")
     assert a is not None and a["status"] == Status.STREAMING  # complete: B had started
     assert b is not None and b["status"] == Status.ABANDONED and b["error"]
 
@@ -213,6 +219,6 @@ def test_anthropic_model_node_stream(
         asyncio.run(main())
     assert provider.force_flush() and ledger.flush()
     (r,) = ledger.session_anchors("pa-4")
-    assert (r["tool_call_id"], r["status"], r["intent"]) == (
+    assert (r["provider_call_id"], r["status"], r["intent"]) == (
         "toolu_pa1", Status.SUCCESS, "Searching for OAuth handling",
     )  # fmt: skip
