@@ -99,7 +99,7 @@ def test_iter_node_streams(
         "call_pa2": (Status.STREAMING, "Reading the callback router"),
     }
     assert provider.force_flush() and ledger.flush()
-    rows = {r["provider_call_id"]: r for r in ledger.session_anchors("pa-1")}
+    rows = {str(r["provider_call_id"]): r for r in ledger.session_anchors("pa-1")}
     assert {c: r["status"] for c, r in rows.items()} == {
         "call_pa1": Status.SUCCESS,
         "call_pa2": Status.SUCCESS,
