@@ -163,7 +163,7 @@ def test_tool_names_that_hit_a_value_rule_are_scrubbed() -> None:
         with tool_call(GHP, {"q": 1}, tracer=cap.tracer, call_id="c1"):
             pass
         (span,) = cap.dicts()
-        anchor = cap.anchors()["c1"]
+        anchor = cap.calls()["c1"]
     assert GHP not in json.dumps(span) and GHP not in json.dumps(anchor)
     assert anchor["tool_name"] == "[redacted:github_token]"
     assert span["name"] == "execute_tool [redacted:github_token]"

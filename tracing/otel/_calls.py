@@ -404,7 +404,8 @@ class CallTracker:
             if facts is None and live is not None:
                 facts = live.facts
             if facts is None:
-                self.forward_other(span, ctx.agent_id)
+                agent = live.ctx.agent_id if live is not None else scope.agent_id if scope else None
+                self.forward_other(span, agent)
                 return
             if live is not None:
                 ctx = live.ctx
