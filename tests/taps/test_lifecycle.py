@@ -475,12 +475,12 @@ def test_a_pause_mid_intent_in_every_raw_stream(
     held = until(
         lambda: (
             ledger.flush()
-            and (r := ledger.anchor("id_pause")) is not None
+            and (r := one_by_provider(ledger, "id_pause")) is not None
             and r["intent"] == "Searching for the OAuth token"
             and r
         )
     )
-    assert held and held["status"] == Status.STREAMING, ledger.anchor("id_pause")
+    assert held and held["status"] == Status.STREAMING, one_by_provider(ledger, "id_pause")
     script.release.set()
     thread.join(10)
     assert row(ledger, "id_pause")["intent"] == "Searching for the OAuth token refresh"
