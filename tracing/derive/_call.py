@@ -11,9 +11,12 @@ and the anchor (fail closed). Any other exception is a bug; callers treat it the
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol, cast
+
+import jiter
 
 from tracing import attributes as A
 from tracing.anchor import AnchorWrite, anchor_id
@@ -345,11 +348,51 @@ class DerivedCall:
     scrubbed: int
 
 
+_FIRST_INTENT: Final = re.compile(r'\s*\{\s*"intent"\s*:\s*"(?:[^"\\]|\\.)*"\s*(,\s*)?', re.DOTALL)
+"""A JSON object's opening up to the end of its first member, when that member is the intent
+(written first: it is injected as the first property)."""
+
+
+def _plain_object(text: str) -> bool:
+    """Whether ``text`` is a complete JSON object of keyword args (not an args/kwargs wrapper)."""
+    try:
+        parsed = jiter.from_json(text.encode("utf-8", "surrogatepass"))
+    except ValueError:
+        return False
+    return isinstance(parsed, dict) and not set(cast("dict[str, Any]", parsed)) <= {
+        "args",
+        "kwargs",
+    }
+
+
+def _as_written(text: str, gate: bool) -> str | None:
+    """JSON args text for the ledger as it was written (the intent member cut out when the
+    gate says it is ours), or None when the text is not a complete JSON object of that shape.
+    Re-serialising a 400 KB args text costs milliseconds; cutting the member out costs a scan."""
+    if not gate:
+        return text if text.lstrip()[:1] == "{" and _plain_object(text) else None
+    found = _FIRST_INTENT.match(text)
+    if found is None:
+        return None
+    rest = text[found.end() :]
+    if found.group(1) is None:  # the only member: nothing may follow but the closing brace
+        rest = rest.lstrip()
+        if rest[:1] != "}":
+            return None
+    if '"intent"' in rest or not _plain_object(text):  # (a repeated key: the parsed way)
+        return None
+    return "{" + rest
+
+
 def _ledger_args(redacted: Any, action: str, gate: bool) -> str | None:
     if redacted is None:
         return None
     if action != "keep":
         return to_json_text(redacted)
+    if isinstance(redacted, str):
+        written = _as_written(redacted, gate)
+        if written is not None:
+            return written
     kwargs, positional = unwrap_args(parse_json(redacted))
     if kwargs is not None:
         kept = {k: v for k, v in kwargs.items() if not (gate and k == "intent")}
