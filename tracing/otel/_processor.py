@@ -20,7 +20,6 @@ through ``on_end`` on that thread).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 import os
@@ -28,7 +27,7 @@ import queue
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from opentelemetry.context import Context
@@ -44,7 +43,12 @@ from tracing.diagnostics import ErrorLog
 from tracing.intent import IntentRegistry, default_registry
 from tracing.otel._calls import CallTracker
 from tracing.otel._options import IntentOptions
-from tracing.otel._spans import is_langfuse_processor, span_view, stub_span
+from tracing.otel._spans import (
+    is_langfuse_processor,
+    plain_attributes,
+    span_view,
+    stub_span,
+)
 
 __all__ = ["IntentSpanProcessor", "LedgerSink", "notify_background", "span_view"]
 
@@ -55,8 +59,11 @@ _PROCESSORS: Final[weakref.WeakSet[IntentSpanProcessor]] = weakref.WeakSet()
 
 THREAD_NAME: Final = "intentrace-processor"
 """The processor's thread (one per processor)."""
-_yield_gil: Final = functools.partial(time.sleep, 0)
-"""Releases the GIL for a moment (a thread waiting for it takes it)."""
+_BACKOFF: Final = 3.0
+"""While the app makes spans, the processor's thread sleeps this many times as long as its last
+item took: it holds the GIL at most a quarter of the time, so an app thread rarely waits for
+it (each wait lasts at most one item; bench/processor.py, the burst's p99)."""
+_BACKOFF_MAX_S: Final = 0.05
 _MARKER_ROOM: Final = 4
 """Shed-span markers may fill the queue to this many times ``max_queue`` (each is a few ids)."""
 _NAMES_CACHED: Final = 4096
@@ -300,7 +307,7 @@ class IntentSpanProcessor(SpanProcessor):
                 "in the ledger); raise IntentOptions(max_queue=...) if this is a burst",
                 self._max_queue,
             )
-        attrs: Mapping[str, Any] = span.attributes or {}
+        attrs = plain_attributes(span.attributes)
         tool = match_convention(span.name, attrs, self._conventions) is not None
         context = span.context
         if context is not None:
@@ -314,7 +321,7 @@ class IntentSpanProcessor(SpanProcessor):
         try:
             name = self._stub_name(span.name)
             resource = self._calls.shaper.resource(span.resource)  # (redacted once, cached)
-            stub = stub_span(span, name, scrub=self._stub_name, resource=resource)
+            stub = stub_span(span, name, attrs, scrub=self._stub_name, resource=resource)
         except Exception as exc:  # redaction could not run: export nothing (fail closed)
             self.count("dropped")
             self.fail("stub", exc)
@@ -400,6 +407,7 @@ class IntentSpanProcessor(SpanProcessor):
         self._worker_ident = threading.get_ident()
         timeout: float | None = None
         seen = 0
+        clock, sleep = time.perf_counter, time.sleep
         while True:
             try:
                 item = self._queue.get(timeout=timeout)
@@ -407,16 +415,18 @@ class IntentSpanProcessor(SpanProcessor):
                 item = None
             try:
                 if isinstance(item, tuple):
+                    began = clock()
                     self._process(item)  # pyright: ignore[reportUnknownArgumentType]
                     self._done += 1
                     if self._put != seen:
                         seen = self._put
                         # The app made spans since the last one: it is busy. Hand it the GIL
-                        # now rather than hold it until the interpreter's switch interval
-                        # (5 ms) forces us to, so a busy app thread keeps most of the GIL
-                        # instead of half (bench/processor.py, app thread wall clock). With
-                        # the app idle, the backlog drains at full speed.
-                        _yield_gil()
+                        # for a while rather than hold it until the interpreter's switch
+                        # interval (5 ms) forces us to: a busy app thread keeps most of the GIL
+                        # (bench/processor.py: app thread wall clock, the burst's p99 wait).
+                        # With the app idle, or waiting on I/O, the backlog drains at full
+                        # speed; when it falls behind, spans are shed, never waited for.
+                        sleep(min(_BACKOFF_MAX_S, (clock() - began) * _BACKOFF))
                 elif isinstance(item, threading.Event):
                     item.set()
                 elif item == "stop":

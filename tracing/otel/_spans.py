@@ -113,6 +113,7 @@ STUB_KEYS: Final[tuple[str, ...]] = (
 def stub_span(
     span: ReadableSpan,
     name: str,
+    attrs: Mapping[str, Any] | None = None,
     *,
     scrub: Callable[[str], str],
     resource: Resource,
@@ -120,19 +121,25 @@ def stub_span(
     """The span as a stub: ``name`` (already scrubbed), identifiers and kinds only
     (``STUB_KEYS``, the tool name when it is an identifier; both scrubbed with ``scrub``),
     ``intentrace.shed``; no events, no status description, links without attributes, the
-    ``resource`` as redacted. For a span whose processing was shed."""
-    attrs = span.attributes or {}
+    ``resource`` as redacted. For a span whose processing was shed. ``attrs``: its attributes
+    as a plain dict, when the caller has them."""
+    if attrs is None:
+        attrs = plain_attributes(span.attributes)
     kept: dict[str, Any] = {A.SHED: True}
     for key in STUB_KEYS:
         value = attrs.get(key)
-        if isinstance(value, str):
+        if value is None:
+            continue
+        kind = value.__class__
+        if kind is str:
             kept[key] = safe_text(scrub(value))
-        elif isinstance(value, bool | int):
+        elif kind is bool or kind is int:
             kept[key] = value
     tool = attrs.get(A.GEN_AI_TOOL_NAME)
     if isinstance(tool, str) and tool.isidentifier():
         kept[A.GEN_AI_TOOL_NAME] = safe_text(scrub(tool))
     status = span.status
+    links = span.links
     return ReadableSpan(
         name=safe_text(name),
         context=span.context,
@@ -140,7 +147,7 @@ def stub_span(
         resource=resource,
         attributes=kept,
         events=(),
-        links=tuple(Link(link.context) for link in span.links),
+        links=tuple(Link(link.context) for link in links) if links else (),
         kind=span.kind,
         status=Status(status.status_code) if status.description else status,
         start_time=span.start_time,
