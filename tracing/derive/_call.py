@@ -10,10 +10,10 @@ and the anchor (fail closed). Any other exception is a bug; callers treat it the
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii as quote
 from typing import Any, Final, Literal, Protocol, cast
 
 import jiter
@@ -36,7 +36,13 @@ from tracing.derive._conventions import (
     to_json_text,
     unwrap_args,
 )
-from tracing.derive._redact import SpanRedactor, redact_span_data, safe_text, with_tag
+from tracing.derive._redact import (
+    SpanRedactor,
+    redact_span_data,
+    safe_text,
+    trace_redactor,
+    with_tag,
+)
 from tracing.intent import apply_outcome, read_intent, sanitize_label
 from tracing.status import Status, frame_label
 
@@ -183,12 +189,12 @@ def _outcome_inputs(
 def shown_tool_name(policy: PolicyLike, tool_name: str) -> str:
     """The tool name as shown: scrubbed (a name taken from a span name may carry anything,
     and a key pasted as a tool name is an identifier too)."""
-    return safe_text(policy.scrub_text(tool_name))
+    return trace_redactor(policy).short_text(tool_name)
 
 
 def shown_id(policy: PolicyLike, value: str | None) -> str | None:
     """An identifier (call, session, agent id) as shown and stored: scrubbed like any text."""
-    return safe_text(policy.scrub_text(value)) if value else value
+    return trace_redactor(policy).short_text(value) if value else value
 
 
 def call_session_turn(
@@ -476,8 +482,8 @@ def derive_call(
         first_result = redactor.output(facts.result)
 
     before = attrs.get(A.ORIGINAL_NAME)  # renamed at start by an in-process processor
-    original = safe_text(
-        policy.scrub_text(before if isinstance(before, str) and before else view.name)
+    original = trace_redactor(policy).short_text(
+        before if isinstance(before, str) and before else view.name
     )
     renamed = naming == "intent" and intent is not None
     name = label if renamed else original
@@ -536,14 +542,12 @@ def derive_call(
     anchor["error"] = cast("str | None", red.error) if error_text else None
     anchor["args"] = _ledger_args(first_args, str(decision.args), gate)
     anchor["result"] = to_json_text(first_result)
-    anchor["redaction"] = json.dumps(
-        {
-            "args": str(decision.args),
-            "output": str(decision.output),
-            "intent_hidden": bool(raw_intent) and intent is None,
-            "outcome_hidden": bool(resolved) and outcome_v is None,
-            "scrubbed": redactor.scrubbed,
-        }
+    anchor["redaction"] = _redaction_json(
+        str(decision.args),
+        str(decision.output),
+        bool(raw_intent) and intent is None,
+        bool(resolved) and outcome_v is None,
+        redactor.scrubbed,
     )
     return DerivedCall(
         facts=facts,
@@ -558,6 +562,18 @@ def derive_call(
         status_message=status_message,
         anchor=anchor,
         scrubbed=redactor.scrubbed,
+    )
+
+
+def _redaction_json(
+    args: str, output: str, intent_hidden: bool, outcome_hidden: bool, scrubbed: int
+) -> str:
+    """The anchor's ``redaction`` column: what ``json.dumps`` gives, without its cost (4 µs,
+    on every call)."""
+    return (
+        f'{{"args": {quote(args)}, "output": {quote(output)}, '
+        f'"intent_hidden": {"true" if intent_hidden else "false"}, '
+        f'"outcome_hidden": {"true" if outcome_hidden else "false"}, "scrubbed": {int(scrubbed)}}}'
     )
 
 

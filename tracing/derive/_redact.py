@@ -140,6 +140,7 @@ class TraceRedactor:
     __slots__ = (
         "_clean_keys",
         "_clean_pairs",
+        "_short",
         "_strict_args",
         "_strict_output",
         "may_hide",
@@ -152,6 +153,8 @@ class TraceRedactor:
         """Attribute names found clean (bounded; names repeat on every span)."""
         self._clean_pairs: set[tuple[str, Any]] = set()
         """Short (name, value) pairs found clean (bounded)."""
+        self._short: dict[str, str] = {}
+        """Short texts as scrubbed and made safe (``short_text``; bounded)."""
         self._strict_args = _strictest(policy, "args")
         self._strict_output = _strictest(policy, "output")
         self.may_hide = self._strict_args != "keep" or self._strict_output != "keep"
@@ -179,6 +182,19 @@ class TraceRedactor:
         )
 
     # -- parts ---------------------------------------------------------------------------------
+    def short_text(self, text: str) -> str:
+        """``text`` scrubbed and made safe, remembered when short: tool names, span names and
+        ids repeat on every call (scrubbing depends on the text alone)."""
+        known = self._short.get(text)
+        if known is not None:
+            return known
+        shown = safe_text(self.policy.scrub_text(text))
+        if len(text) <= _CLEAN_VALUE_CHARS:
+            if len(self._short) >= _CLEAN_PAIRS:
+                self._short.clear()
+            self._short[text] = shown
+        return shown
+
     def text(self, text: str) -> str:
         """One string (a span or event name, a status description), scrubbed and made safe."""
         return safe_text(self.policy.scrub_text(text)) if text else text
@@ -397,6 +413,10 @@ def with_tag(existing: Any, tag: str) -> tuple[str, ...]:
     return tuple(tags)
 
 
+_ARGS_KEYS: Final = frozenset(ALL_ARGS_KEYS)
+_RESULT_KEYS: Final = frozenset(ALL_RESULT_KEYS)
+
+
 def redact_span_data(
     view: SpanView,
     redactor: SpanRedactor,
@@ -411,8 +431,8 @@ def redact_span_data(
     pass through unchanged (``intentrace.batch.id``, ``intentrace.label_bearing``); with
     ``keep_ours`` they are scrubbed like any other attribute (``mask_otel_spans``).
     """
-    all_args = set(ALL_ARGS_KEYS).union(args_keys)
-    all_results = set(ALL_RESULT_KEYS).union(result_keys)
+    all_args = _ARGS_KEYS.union(args_keys) if args_keys else _ARGS_KEYS
+    all_results = _RESULT_KEYS.union(result_keys) if result_keys else _RESULT_KEYS
     shaped: dict[str, Any] = {}
     rest: dict[str, Any] = {}
     first_args: Any = None

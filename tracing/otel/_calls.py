@@ -43,7 +43,7 @@ from tracing.derive._conventions import (
 )
 from tracing.derive._learn import MAX_TRACES, Pending, RequestedCalls
 from tracing.derive._listed import Resolve
-from tracing.derive._redact import safe_text, trace_redactor
+from tracing.derive._redact import trace_redactor
 from tracing.intent import read_intent, sanitize_label
 from tracing.otel._options import IntentOptions
 from tracing.otel._spans import Shaper, copy_span, encodable, span_view
@@ -123,7 +123,8 @@ class CallTracker:
         self._background: dict[int, tuple[Span, float]] = {}
         self._activity_seen: set[int] = set()
         self._call_names: OrderedDict[tuple[int, str], str] = OrderedDict()
-        self.shaper = Shaper(trace_redactor(policy))
+        self._redactor = trace_redactor(policy)
+        self.shaper = Shaper(self._redactor)
         """Redacted copies of spans that are not tool spans, and of every span's resource."""
 
     @property
@@ -221,7 +222,7 @@ class CallTracker:
             if start.intent:
                 marks[A.INTENT] = start.intent
             if start.name is not None:
-                marks[A.ORIGINAL_NAME] = safe_text(self._policy.scrub_text(name))
+                marks[A.ORIGINAL_NAME] = self._redactor.short_text(name)
                 span.update_name(start.name)
                 self._owner.count("renamed_live")
             span.set_attributes(marks)
