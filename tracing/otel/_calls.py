@@ -127,6 +127,10 @@ class CallTracker:
         self.shaper = Shaper(self._redactor)
         """Redacted copies of spans that are not tool spans, and of every span's resource."""
 
+    def short_text(self, text: str) -> str:
+        """A short text (a name, an id) scrubbed by the policy and made safe (remembered)."""
+        return self._redactor.short_text(text)
+
     @property
     def live_calls(self) -> int:
         return len(self._live)

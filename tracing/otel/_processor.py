@@ -61,8 +61,12 @@ THREAD_NAME: Final = "intentrace-processor"
 """The processor's thread (one per processor)."""
 _BACKOFF: Final = 3.0
 """While the app makes spans, the processor's thread sleeps this many times as long as its last
-item took: it holds the GIL at most a quarter of the time, so an app thread rarely waits for
-it (each wait lasts at most one item; bench/processor.py, the burst's p99)."""
+item took (it holds the GIL at most a quarter of the time), up to ``_BACKOFF_FULL`` times as
+the queue fills: an app thread rarely waits for the GIL (each wait lasts at most one item;
+bench/processor.py: app thread wall clock, the burst's p99 wait)."""
+_BACKOFF_FULL: Final = 30.0
+"""With the queue full the app outruns the processor whatever it does (spans are shed): it
+takes at most a thirtieth of the time, and drains the backlog once the app pauses."""
 _BACKOFF_MAX_S: Final = 0.05
 _MARKER_ROOM: Final = 4
 """Shed-span markers may fill the queue to this many times ``max_queue`` (each is a few ids)."""
@@ -321,7 +325,7 @@ class IntentSpanProcessor(SpanProcessor):
         try:
             name = self._stub_name(span.name)
             resource = self._calls.shaper.resource(span.resource)  # (redacted once, cached)
-            stub = stub_span(span, name, attrs, scrub=self._stub_name, resource=resource)
+            stub = stub_span(span, name, attrs, scrub=self._calls.short_text, resource=resource)
         except Exception as exc:  # redaction could not run: export nothing (fail closed)
             self.count("dropped")
             self.fail("stub", exc)
@@ -426,7 +430,9 @@ class IntentSpanProcessor(SpanProcessor):
                         # (bench/processor.py: app thread wall clock, the burst's p99 wait).
                         # With the app idle, or waiting on I/O, the backlog drains at full
                         # speed; when it falls behind, spans are shed, never waited for.
-                        sleep(min(_BACKOFF_MAX_S, (clock() - began) * _BACKOFF))
+                        fill = min(1.0, (self._put - self._done) / self._max_queue)
+                        backoff = _BACKOFF + (_BACKOFF_FULL - _BACKOFF) * fill
+                        sleep(min(_BACKOFF_MAX_S, (clock() - began) * backoff))
                 elif isinstance(item, threading.Event):
                     item.set()
                 elif item == "stop":

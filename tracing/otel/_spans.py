@@ -108,6 +108,15 @@ STUB_KEYS: Final[tuple[str, ...]] = (
     A.TURN,
 )
 """What a stub keeps of a span's attributes: identifiers and kinds, never data."""
+_KINDS: Final = frozenset(
+    {
+        A.GEN_AI_OPERATION_NAME,
+        A.OPENINFERENCE_SPAN_KIND,
+        A.TRACELOOP_SPAN_KIND,
+        A.LANGFUSE_OBSERVATION_TYPE,
+    }
+)
+"""Enums written by instrumentations: only made encodable (as every span's are)."""
 
 
 def stub_span(
@@ -132,7 +141,7 @@ def stub_span(
             continue
         kind = value.__class__
         if kind is str:
-            kept[key] = safe_text(scrub(value))
+            kept[key] = safe_text(value if key in _KINDS else scrub(value))
         elif kind is bool or kind is int:
             kept[key] = value
     tool = attrs.get(A.GEN_AI_TOOL_NAME)
