@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for body in bodies:
                 feed.ingest(decode(body).spans)
 
-        null_rx = CollectReceiver(NullFeed(), CollectOptions(port=0))  # type: ignore[arg-type]
+        null_rx = CollectReceiver(NullFeed(), CollectOptions(port=0))  # pyright: ignore[reportArgumentType]
         with null_rx:
             http_rate = best_rate(
                 n, lambda r=null_rx, b=bodies, c=content_type: post_all(r, b, c), args.repeat

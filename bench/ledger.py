@@ -187,7 +187,7 @@ class PostgresRaw:
         """Delete one round's rows (not timed): the next round starts from the same table."""
         for table in ("anchors", "sessions"):
             self.conn.execute(
-                f"DELETE FROM {table} WHERE session_id >= %s AND session_id < %s",  # type: ignore[arg-type]
+                f"DELETE FROM {table} WHERE session_id >= %s AND session_id < %s",
                 (f"{tag}-", f"{tag}."),
             )
         self.conn.execute("VACUUM ANALYZE anchors")
@@ -210,23 +210,23 @@ def fill(raw: SQLiteRaw | PostgresRaw, target: int) -> None:
 def writer_cpu(ledger: Ledger) -> float:
     """CPU seconds the ledger's threads (the writer and its preparer) have used (Linux: their
     thread CPU clocks)."""
-    threads = ledger._writer.threads  # pyright: ignore[reportPrivateUsage, reportOptionalMemberAccess]
+    threads = ledger._writer.threads  # pyright: ignore[reportOptionalMemberAccess]
     return sum(
-        time.clock_gettime(time.pthread_getcpuclockid(t.ident))  # type: ignore[arg-type]
+        time.clock_gettime(time.pthread_getcpuclockid(t.ident))  # pyright: ignore[reportArgumentType]
         for t in threads
     )
 
 
 def live(ledger: Ledger, starts: Sequence[dict[str, Any]], ends: Sequence[dict[str, Any]]) -> float:
     """Seconds to record and write the live pattern of ``len(starts)`` calls."""
-    queue_depth = ledger._queue.qsize  # pyright: ignore[reportPrivateUsage, reportOptionalMemberAccess]
+    queue_depth = ledger._queue.qsize  # pyright: ignore[reportOptionalMemberAccess]
     record = ledger.record
     dropped = ledger.stats()["dropped"]
     t = time.perf_counter()
     for i, w in enumerate(starts):
-        record(w)  # type: ignore[arg-type]
+        record(w)  # pyright: ignore[reportArgumentType]
         if i >= OVERLAP:
-            record(ends[i - OVERLAP])  # type: ignore[arg-type]
+            record(ends[i - OVERLAP])  # pyright: ignore[reportArgumentType]
         if i % 1024 == 0 and queue_depth() > 50_000:
             # Faster than any database: wait for the writer while it has 5 batches queued
             # (below the queue's bound, so nothing is dropped and the writer never runs dry),
@@ -235,7 +235,7 @@ def live(ledger: Ledger, starts: Sequence[dict[str, Any]], ends: Sequence[dict[s
             while queue_depth() > 25_000:
                 time.sleep(0.02)
     for w in ends[len(ends) - OVERLAP :]:
-        record(w)  # type: ignore[arg-type]
+        record(w)  # pyright: ignore[reportArgumentType]
     assert ledger.flush(600), "flush timed out"
     elapsed = time.perf_counter() - t
     assert ledger.stats()["dropped"] == dropped, ledger.stats()
@@ -342,7 +342,7 @@ def record_latency(url: str, n: int) -> float:
         starts, _ = writes_for(n, "lat")
         t = time.perf_counter()
         for w in starts:
-            ledger.record(w)  # type: ignore[arg-type]
+            ledger.record(w)  # pyright: ignore[reportArgumentType]
         spent = time.perf_counter() - t
         ledger.flush(120)
     return spent / n

@@ -161,9 +161,9 @@ def _prose(rng: random.Random, n: int) -> str:
 
 def _count_leaves(value: Any) -> int:
     if isinstance(value, dict):
-        return sum(_count_leaves(v) for v in value.values())  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        return sum(_count_leaves(v) for v in value.values())
     if isinstance(value, list):
-        return sum(_count_leaves(v) for v in value)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        return sum(_count_leaves(v) for v in value)
     return 1
 
 

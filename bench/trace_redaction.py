@@ -28,7 +28,7 @@ from typing import Any
 
 from opentelemetry.sdk.trace import TracerProvider
 
-from bench.processor import NullExporter, _batch, line  # pyright: ignore[reportPrivateUsage]
+from bench.processor import NullExporter, _batch, line
 from redaction import RedactionPolicy, ToolRule
 from tracing import IntentSpanProcessor
 from tracing import attributes as A

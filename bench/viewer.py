@@ -194,7 +194,7 @@ def ours(params: dict[str, str] | None = None, page: str | None = None) -> Calla
         for key, value in (params or {}).items():
             at.query_params[key] = value
         if page:
-            at._page_hash = calc_hash(page)  # pyright: ignore[reportPrivateUsage]
+            at._page_hash = calc_hash(page)
         return at
 
     return make

@@ -60,7 +60,7 @@ def write_all(ledger: Ledger, writes: Sequence[AnchorWrite]) -> None:
 def all_anchors(ledger: Ledger) -> list[dict[str, Any]]:
     """Every anchor of the ledger, through the public read API."""
     rows = ledger.changed_since(-1, limit=1_000_000)
-    return [{c: a[c] for c in ANCHOR_COLUMNS} for a in rows]  # type: ignore[literal-required]
+    return [{c: a[c] for c in ANCHOR_COLUMNS} for a in rows]
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -80,7 +80,7 @@ def ledgers(draw: st.DrawFn) -> tuple[list[AnchorWrite], list[int]]:
         if status != "in_flight" and draw(st.booleans()):
             live = dict(settled, status="in_flight")
             live.pop("end_ns", None)
-            writes.append((i, live))  # type: ignore[arg-type]
+            writes.append((i, live))  # pyright: ignore[reportArgumentType]
     order = draw(st.permutations(range(len(writes))))
     # calls of one session keep their first-write order only through the ledger's seq
     shuffled = [writes[j][1] for j in order]
@@ -98,8 +98,7 @@ def _check(url: str, writes: list[AnchorWrite], syncs: list[int], snapshot: str 
             done = point
             engine.sync()
         anchors = [
-            {c: a[c] for c in ANCHOR_COLUMNS}  # type: ignore[literal-required]
-            for a in ledger.changed_since(-1, limit=100_000)
+            {c: a[c] for c in ANCHOR_COLUMNS} for a in ledger.changed_since(-1, limit=100_000)
         ]
         for name, params in CASES:
             fast = engine.run(name, params, sync=False).rows
@@ -149,7 +148,7 @@ def test_snapshot_restart_and_incremental(
     quiet.sync()
     assert quiet.sync().read == 0  # nothing written since: no reads at all
     quiet.close()
-    anchors = [{c: a[c] for c in ANCHOR_COLUMNS} for a in ledger.changed_since(-1)]  # type: ignore[literal-required]
+    anchors = [{c: a[c] for c in ANCHOR_COLUMNS} for a in ledger.changed_since(-1)]
     for name, params in CASES:
         assert second.run(name, params).rows == reference(name, anchors, params)
     # removing anchors behind the copy's back is noticed: the copy is rebuilt
@@ -179,7 +178,7 @@ def test_in_memory_ledger_through_its_object() -> None:
         ]
         write_all(ledger, writes)
         engine = Analytics(ledger, options=AnalyticsOptions(snapshot=False))
-        anchors = [{c: a[c] for c in ANCHOR_COLUMNS} for a in ledger.changed_since(-1)]  # type: ignore[literal-required]
+        anchors = [{c: a[c] for c in ANCHOR_COLUMNS} for a in ledger.changed_since(-1)]
         for name, params in CASES:
             assert engine.run(name, params).rows == reference(name, anchors, params)
         write_all(ledger, [call("late", "shell", "Looking late", status="error", start_ms=99)])

@@ -31,10 +31,10 @@ def _both_readers(path: Path) -> tuple[Any, Any]:
     fast = open_source(url)
     rows = open_source(url)
     assert isinstance(fast, SQLiteSource) and isinstance(rows, SQLiteSource)
-    rows._adbc = False  # pyright: ignore[reportPrivateUsage]
+    rows._adbc = False
     try:
         got = [t for t in fast.read_tables(None)]
-        assert fast._adbc not in (None, False), "the Arrow reader was not used"  # pyright: ignore[reportPrivateUsage]
+        assert fast._adbc not in (None, False), "the Arrow reader was not used"
         want = [t for t in rows.read_tables(None)]
     finally:
         fast.close()
@@ -98,7 +98,7 @@ def test_columns_null_for_a_whole_first_batch(tmp_path: Path, monkeypatch: Any) 
     try:
         live = [call(f"l{i}", "grep", None, status="in_flight", args=None) for i in range(40)]
         settled = [
-            call(f"s{i}", "grep", "Looking", batch="b", args={"q": i}, duration_ms=1.5)  # type: ignore[arg-type]
+            call(f"s{i}", "grep", "Looking", batch="b", args={"q": i}, duration_ms=1.5)  # pyright: ignore[reportArgumentType]
             for i in range(40)
         ]
         write_all(ledger, [*live, *settled])
@@ -135,7 +135,7 @@ def _ledger_with_calls(path: Path, n: int) -> str:
 def _answers_match(engine: Analytics, url: str) -> None:
     ledger = open_ledger(url, options=FAST)
     try:
-        anchors = [{c: a[c] for c in ANCHOR_COLUMNS} for a in ledger.changed_since(-1)]  # type: ignore[literal-required]
+        anchors = [{c: a[c] for c in ANCHOR_COLUMNS} for a in ledger.changed_since(-1)]
     finally:
         ledger.close()
     for name, params in CASES:
@@ -147,7 +147,7 @@ def test_a_read_failing_part_way_is_read_again_row_by_row(tmp_path: Path, monkey
     again with the row reader and the copy holds every anchor exactly once."""
     monkeypatch.setattr(_source, "_ARROW_BATCH_ROWS", 10)
     url = _ledger_with_calls(tmp_path / "l.db", 60)
-    real = SQLiteSource._read_adbc  # pyright: ignore[reportPrivateUsage]
+    real = SQLiteSource._read_adbc
 
     def first_batch_then_fail(
         self: SQLiteSource,
@@ -166,7 +166,7 @@ def test_a_read_failing_part_way_is_read_again_row_by_row(tmp_path: Path, monkey
     try:
         report = engine.sync()
         assert (report.rebuilt, report.rows, report.changed) == (True, 60, 60)
-        assert getattr(engine._source, "_adbc") is False  # noqa: B009  # pyright: ignore[reportPrivateUsage]
+        assert getattr(engine._source, "_adbc") is False  # noqa: B009
         _answers_match(engine, url)
     finally:
         engine.close()
@@ -180,7 +180,7 @@ def test_a_reader_failing_at_once_falls_back(tmp_path: Path, monkeypatch: Any) -
     engine = Analytics(url, options=AnalyticsOptions(snapshot=False))
     try:
         assert engine.sync().rows == 30
-        assert getattr(engine._source, "_adbc") is False  # noqa: B009  # pyright: ignore[reportPrivateUsage]
+        assert getattr(engine._source, "_adbc") is False  # noqa: B009
         _answers_match(engine, url)
     finally:
         engine.close()
@@ -194,7 +194,7 @@ def test_an_abandoned_read_stops_its_thread(tmp_path: Path, monkeypatch: Any) ->
     try:
         tables = source.read_tables(None)
         assert next(tables).num_rows == 1  # the typed first row is dropped from the first batch
-        tables.close()  # type: ignore[attr-defined]
+        tables.close()  # pyright: ignore[reportAttributeAccessIssue]
         assert not [t for t in threading.enumerate() if t.name == "intentrace-analytics-read"]
     finally:
         source.close()
@@ -226,7 +226,7 @@ def test_a_rebuilt_copy_answers_then_takes_changes(tmp_path: Path) -> None:
     engine = Analytics(url, options=AnalyticsOptions(snapshot=False))
     try:
         assert engine.sync().rebuilt
-        assert engine._arrow_calls is not None  # pyright: ignore[reportPrivateUsage]
+        assert engine._arrow_calls is not None
         _answers_match(engine, url)
         assert engine.query("SELECT count(*) FROM calls").rows == [(40,)]
         ledger = open_ledger(url, options=FAST)
@@ -236,7 +236,7 @@ def test_a_rebuilt_copy_answers_then_takes_changes(tmp_path: Path) -> None:
             ledger.close()
         report = engine.sync()
         assert (report.rebuilt, report.changed, report.rows) == (False, 1, 41)
-        assert engine._arrow_calls is None  # pyright: ignore[reportPrivateUsage]
+        assert engine._arrow_calls is None
         _answers_match(engine, url)
     finally:
         engine.close()

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from tracing import session, tool_call
 from tracing.cli import main
-from tracing.cli._collect import _is_loopback  # pyright: ignore[reportPrivateUsage]
+from tracing.cli._collect import _is_loopback
 from tracing.environment_variables import INTENTRACE_COLLECT_TOKEN
 from tracing.ledger import open_ledger
 

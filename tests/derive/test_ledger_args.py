@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tracing.derive._call import _ledger_args  # pyright: ignore[reportPrivateUsage]
+from tracing.derive._call import _ledger_args
 from tracing.intent._args import parse_json, to_json_text, unwrap_args
 
 

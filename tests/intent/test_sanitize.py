@@ -78,8 +78,8 @@ def test_very_long_input_stays_bounded() -> None:
 
 
 def test_non_string_input() -> None:
-    assert sanitize_label(None) == ""  # type: ignore[arg-type]
-    assert sanitize_label(42) == "42"  # type: ignore[arg-type]
+    assert sanitize_label(None) == ""  # pyright: ignore[reportArgumentType]
+    assert sanitize_label(42) == "42"  # pyright: ignore[reportArgumentType]
 
 
 def _forbidden(ch: str) -> bool:

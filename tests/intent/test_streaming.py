@@ -133,7 +133,7 @@ def test_never_raises_on_odd_input() -> None:
     reader = IntentStreamReader()
     for chunk in ["{", '"intent"', ":", '"x', b"\x80", "y"]:
         reader.feed(chunk)  # mixing str and bytes is tolerated
-    assert read_streaming_intent(bytearray(b'{"intent":"x"')) == S("x", True)  # type: ignore[arg-type]
+    assert read_streaming_intent(bytearray(b'{"intent":"x"')) == S("x", True)  # pyright: ignore[reportArgumentType]
 
 
 # --- properties ------------------------------------------------------------------------------

@@ -40,9 +40,9 @@ def writer(url: str) -> None:
     ledger = open_ledger(url)
     i = 0
     while True:
-        ledger.record(call(i, "in_flight"))  # type: ignore[arg-type]
+        ledger.record(call(i, "in_flight"))  # pyright: ignore[reportArgumentType]
         if i >= 5:
-            ledger.record(call(i - 5, "success"))  # type: ignore[arg-type]
+            ledger.record(call(i - 5, "success"))  # pyright: ignore[reportArgumentType]
         i += 1
         if i == 200:
             ledger.flush()
@@ -55,11 +55,11 @@ def read_only(url: str) -> None:
     """A ledger file that turns read-only, then writable again (run without DAC override)."""
     path = Path(url.removeprefix("sqlite:///"))
     with open_ledger(url) as ledger:
-        ledger.record(call(0, "success", "ro"))  # type: ignore[arg-type]
+        ledger.record(call(0, "success", "ro"))  # pyright: ignore[reportArgumentType]
     os.chmod(path, 0o444)
     ledger = open_ledger(url, options=FAST)  # no exception
     for i in range(1, 11):
-        ledger.record(call(i, "success", "ro"))  # type: ignore[arg-type]
+        ledger.record(call(i, "success", "ro"))  # pyright: ignore[reportArgumentType]
     ledger.flush()
     during = ledger.stats()
     # SQLite made the -wal/-shm files with the database's mode: make all three writable again.
@@ -67,7 +67,7 @@ def read_only(url: str) -> None:
         if Path(f"{path}{suffix}").exists():
             os.chmod(f"{path}{suffix}", 0o644)
     for i in range(11, 16):
-        ledger.record(call(i, "success", "ro"))  # type: ignore[arg-type]
+        ledger.record(call(i, "success", "ro"))  # pyright: ignore[reportArgumentType]
     ledger.flush()
     after = ledger.stats()
     ids = [a["tool_call_id"] for a in ledger.session_anchors("ro")]
@@ -79,17 +79,17 @@ def disk_full(url: str) -> None:
     """Writes under a file-size limit (the kernel refuses to grow the files), then without."""
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     ledger = open_ledger(url, options=FAST)
-    ledger.record(call(0, "success", "full"))  # type: ignore[arg-type]
+    ledger.record(call(0, "success", "full"))  # pyright: ignore[reportArgumentType]
     ledger.flush()
     resource.setrlimit(resource.RLIMIT_FSIZE, (512 * 1024, hard))
     for i in range(1, 1001):
-        ledger.record({**call(i, "success", "full"), "args": "y" * 2000})  # type: ignore[arg-type]
+        ledger.record({**call(i, "success", "full"), "args": "y" * 2000})  # pyright: ignore[reportArgumentType]
         if i % 10 == 0:
             ledger.flush()
     during = ledger.stats()
     errors = ledger.recent_errors()
     resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-    ledger.record(call(5000, "success", "full"))  # type: ignore[arg-type]
+    ledger.record(call(5000, "success", "full"))  # pyright: ignore[reportArgumentType]
     ledger.flush()
     after = ledger.stats()
     found = ledger.anchor("full-5000") is not None

@@ -102,7 +102,7 @@ def test_batching_never_changes_the_result(writes: list[dict[str, object]], cuts
             for i, w in enumerate(writes):
                 if i in split:
                     written(ledger)
-                ledger.record(dict(w))  # type: ignore[arg-type]
+                ledger.record(dict(w))  # pyright: ignore[reportArgumentType]
             written(ledger)
             rows = [dict(r) for s in ("", "s1", "s2") for r in ledger.session_anchors(s)]
         for r in rows:

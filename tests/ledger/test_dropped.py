@@ -33,7 +33,7 @@ def _call(call_id: str, session_id: str) -> dict[str, object]:
 
 def test_dropped_calls_are_counted_per_session(open_fresh: Callable[..., Ledger]) -> None:
     ledger = open_fresh()
-    ledger.record(_call("c1", "conv-1"))  # type: ignore[arg-type]
+    ledger.record(_call("c1", "conv-1"))  # pyright: ignore[reportArgumentType]
     ledger.record_dropped("conv-1", 2)
     ledger.record_dropped("conv-1")
     ledger.record_dropped("")
@@ -63,7 +63,7 @@ def test_the_ledgers_own_full_queue_is_counted(open_fresh: Callable[..., Ledger]
         options=dataclasses.replace(FAST, max_queue_size=1, flush_interval_millis=60_000)
     )
     for i in range(3):
-        ledger.record(_call(f"c{i}", "conv-1"))  # type: ignore[arg-type]
+        ledger.record(_call(f"c{i}", "conv-1"))  # pyright: ignore[reportArgumentType]
     assert ledger.flush()
     assert ledger.stats()["dropped"] == 2
     assert [(r["source"], r["count"]) for r in ledger.dropped()] == [("ledger", 2)]
@@ -77,7 +77,7 @@ def test_a_ledger_from_before_the_table(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     url = f"sqlite:///{path}"
     with open_ledger(url, options=FAST) as ledger:
-        ledger.record(_call("c1", "conv-1"))  # type: ignore[arg-type]
+        ledger.record(_call("c1", "conv-1"))  # pyright: ignore[reportArgumentType]
     with sqlite3.connect(path) as conn:  # as the previous release left it
         conn.execute("DROP TABLE dropped")
         conn.execute("DELETE FROM schema_migrations WHERE name = '0002_dropped'")
@@ -93,8 +93,8 @@ def test_a_ledger_from_before_the_table(tmp_path: Path) -> None:
 def test_the_cli_says_what_was_shed(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/cli.db"
     with open_ledger(url, options=FAST) as ledger:
-        ledger.record(_call("c1", "conv-1"))  # type: ignore[arg-type]
-        ledger.record(_call("c2", "conv-2"))  # type: ignore[arg-type]
+        ledger.record(_call("c1", "conv-1"))  # pyright: ignore[reportArgumentType]
+        ledger.record(_call("c2", "conv-2"))  # pyright: ignore[reportArgumentType]
         ledger.record_dropped("conv-2", 5)
     result = CliRunner().invoke(main, ["sessions", "--ledger", url])
     assert result.exit_code == 0, result.output

@@ -29,7 +29,7 @@ CHILD = str(Path(__file__).with_name("_child.py"))
 def run_child(*args: str, prefix: list[str] | None = None, **kw: object) -> dict[str, object]:
     out = subprocess.run(
         [*(prefix or []), sys.executable, CHILD, *args],
-        capture_output=True, text=True, timeout=60, check=False, **kw,  # type: ignore[arg-type]
+        capture_output=True, text=True, timeout=60, check=False, **kw,  # pyright: ignore[reportCallIssue, reportArgumentType]
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr, out.stderr
@@ -112,10 +112,10 @@ def test_read_only_file(tmp_path: Path) -> None:
     if prefix is None:
         pytest.skip("running as root without setpriv: file permissions cannot be enforced")
     result = run_child("read_only", f"sqlite:///{tmp_path}/ro.db", prefix=prefix)
-    assert any("readonly database" in e for e in result["errors"])  # type: ignore[union-attr]
+    assert any("readonly database" in e for e in result["errors"])  # pyright: ignore[reportGeneralTypeIssues]
     during, after = result["during"], result["after"]
-    assert during["dropped"] == 10 and during["written"] == 0 and during["errors"] > 0  # type: ignore[index]
-    assert after["written"] == 5 and after["dropped"] == 10  # type: ignore[index]
+    assert during["dropped"] == 10 and during["written"] == 0 and during["errors"] > 0  # pyright: ignore[reportIndexIssue]
+    assert after["written"] == 5 and after["dropped"] == 10  # pyright: ignore[reportIndexIssue]
     assert result["ids"] == ["ro-0", *(f"ro-{i}" for i in range(11, 16))]
 
 
@@ -125,9 +125,9 @@ def test_disk_full(tmp_path: Path) -> None:
         "disk_full", url, preexec_fn=lambda: signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     )
     during, after = result["during"], result["after"]
-    assert during["dropped"] > 0 and during["written"] > 0  # type: ignore[index]
-    assert any("full" in e or "I/O" in e for e in result["errors"])  # type: ignore[union-attr]
-    assert result["recovered"] is True and after["written"] == during["written"] + 1  # type: ignore[index]
+    assert during["dropped"] > 0 and during["written"] > 0  # pyright: ignore[reportIndexIssue]
+    assert any("full" in e or "I/O" in e for e in result["errors"])  # pyright: ignore[reportGeneralTypeIssues]
+    assert result["recovered"] is True and after["written"] == during["written"] + 1  # pyright: ignore[reportIndexIssue]
     with sqlite3.connect(tmp_path / "full.db") as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 

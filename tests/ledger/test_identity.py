@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from tests.ledger.conftest import FAST, pg_schema_url
 from tracing.anchor import AnchorWrite, anchor_id
-from tracing.ledger import Ledger, _plan, _writer, open_ledger  # pyright: ignore[reportPrivateUsage]
+from tracing.ledger import Ledger, _plan, _writer, open_ledger
 from tracing.status import Status
 
 MINUTE = 60 * 10**9
@@ -186,7 +186,7 @@ def rounds(draw: st.DrawFn) -> list[dict[str, Any]]:
                 calls[call.key if call.provider else ("span", n, None)] = (
                     call,
                     draw(st.integers(0, 2)),
-                )  # type: ignore[index]
+                )
         queues = [[(w, wr) for _, wr in c.writes()] for c, w in calls.values()]
         order: list[tuple[int, dict[str, Any]]] = []
         while any(queues):
@@ -239,7 +239,7 @@ class Writers:
 
     def _open(self, i: int) -> Ledger:
         ledger = open_ledger(self.url, options=replace(FAST, reap_after_seconds=None))
-        writer = ledger._writer  # pyright: ignore[reportPrivateUsage]
+        writer = ledger._writer
         assert writer is not None
         for thread in writer.threads:
             assert thread.ident is not None
@@ -288,7 +288,7 @@ def check_interleavings(url: str, clock: SkewedClock, plan: list[dict[str, Any]]
     try:
         for step in plan:
             for writer, write in step["order"]:
-                writers.ledgers[writer].record(dict(write))  # type: ignore[arg-type]
+                writers.ledgers[writer].record(dict(write))
             writers.flush()
             for call in step["calls"]:
                 kept[call.n] = call

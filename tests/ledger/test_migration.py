@@ -94,7 +94,7 @@ def test_every_row_survives_and_new_calls_never_overwrite_old_ones(
         }
         versions = [a["version"] for a in migrated.values()]
         assert len(set(versions)) == len(versions) and min(versions) >= 1
-        assert ledger.anchor("toolu_01B")["parent_call_id"] == "toolu_01A"  # type: ignore[index]
+        assert ledger.anchor("toolu_01B")["parent_call_id"] == "toolu_01A"  # pyright: ignore[reportOptionalSubscript]
         assert [b["activity_label"] for b in ledger.blocks("conv-b")] == [
             "Reviewing the change",
             None,

@@ -96,7 +96,7 @@ def test_planning_ahead_never_changes_the_result(
 
                 def between(theirs: list[dict[str, object]] = theirs) -> None:
                     for write in theirs:
-                        o.record(dict(write))  # type: ignore[arg-type]
+                        o.record(dict(write))  # pyright: ignore[reportArgumentType]
                     written(o)
 
                 step(w, [dict(x) for x in batch], between)
@@ -208,7 +208,7 @@ def test_a_batch_planned_ahead_that_the_database_refuses_is_replayed_carefully(
             w,
             [
                 settle("x", outcome="Found \ud800 it"),
-                start("y", args={"q": 1}),  # pyright: ignore[reportArgumentType]
+                start("y", args={"q": 1}),
                 start("stored", intent="Replayed", agent_id="coder"),
             ],
         )

@@ -61,8 +61,8 @@ def test_sessions_order_counts_and_pages(filled: Ledger) -> None:
     ],
 )
 def test_session_filters(filled: Ledger, filters: dict[str, str], expected: list[str]) -> None:
-    assert [r["session_id"] for r in filled.sessions(**filters)] == expected  # type: ignore[arg-type]
-    assert filled.count_sessions(**filters) == len(expected)  # type: ignore[arg-type]
+    assert [r["session_id"] for r in filled.sessions(**filters)] == expected  # pyright: ignore[reportArgumentType]
+    assert filled.count_sessions(**filters) == len(expected)
 
 
 def test_calls(filled: Ledger) -> None:
@@ -122,7 +122,7 @@ def test_read_only_sees_everything_and_writes_nothing(
     assert reader.stats()["dropped"] == 2
     written(filled)
     assert reader.session_anchors("conv-a") == before
-    assert filled.session("conv-c")["last_turn"] == 1  # type: ignore[index]
+    assert filled.session("conv-c")["last_turn"] == 1  # pyright: ignore[reportOptionalSubscript]
 
 
 def test_read_only_open_errors(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ def start(cid: str, session: str = "s1", **kw: Any) -> AnchorWrite:
         "start_ns": kw.pop("start_ns", T0),
         **kw,
     }
-    return w  # type: ignore[return-value]
+    return w  # pyright: ignore[reportReturnType]
 
 
 def settle(cid: str, status: str = "success", **kw: Any) -> AnchorWrite:
@@ -31,7 +31,7 @@ def settle(cid: str, status: str = "success", **kw: Any) -> AnchorWrite:
         "end_ns": kw.pop("end_ns", T0 + 400_000_000),
         **kw,
     }
-    return w  # type: ignore[return-value]
+    return w  # pyright: ignore[reportReturnType]
 
 
 def written(ledger: Ledger) -> None:
@@ -128,12 +128,12 @@ def test_seq_and_settle_seq_follow_event_order_per_session(ledger: Ledger) -> No
 def test_replay_does_not_duplicate_or_renumber(ledger: Ledger) -> None:
     writes = [start("a", intent="A"), start("b", intent="B"), settle("a"), settle("b", "error")]
     for w in writes:
-        ledger.record(dict(w))  # type: ignore[arg-type]
+        ledger.record(dict(w))  # pyright: ignore[reportArgumentType]
     written(ledger)
     before = ledger.session_anchors("s1")
     for _ in range(2):
         for w in writes:
-            ledger.record(dict(w))  # type: ignore[arg-type]
+            ledger.record(dict(w))  # pyright: ignore[reportArgumentType]
         written(ledger)
     after = ledger.session_anchors("s1")
     assert after == before  # same rows, same seq/settle_seq, not even updated_ns moved
@@ -149,7 +149,7 @@ def test_next_turn_continues_across_reopen(open_fresh: Callable[..., Ledger]) ->
     second = open_fresh()
     assert second.next_turn("s1") == 8
     assert second.next_turn("s2") == 2
-    assert second.session("s1") is not None and second.session("s1")["last_turn"] == 8  # type: ignore[index]
+    assert second.session("s1") is not None and second.session("s1")["last_turn"] == 8  # pyright: ignore[reportOptionalSubscript]
 
 
 def test_activity_label_heads_its_block(ledger: Ledger) -> None:
@@ -170,12 +170,12 @@ def test_activity_label_heads_its_block(ledger: Ledger) -> None:
 
 def test_invalid_writes_are_counted_not_raised(ledger: Ledger) -> None:
     ledger.record({"tool_call_id": "", "tool_name": "x", "status": Status.SUCCESS})
-    ledger.record({"tool_call_id": "a", "tool_name": "x", "status": "done"})  # type: ignore[typeddict-item]
-    ledger.record({"tool_name": "x", "status": Status.SUCCESS})  # type: ignore[typeddict-item]
+    ledger.record({"tool_call_id": "a", "tool_name": "x", "status": "done"})  # pyright: ignore[reportArgumentType]
+    ledger.record({"tool_name": "x", "status": Status.SUCCESS})  # pyright: ignore[reportArgumentType]
     ledger.record(start("ok", args={"q": "dict args become JSON"}, error="\ud800 lone surrogate",
-                        result="nul\x00byte", turn="3"))  # type: ignore[arg-type]  # fmt: skip
+                        result="nul\x00byte", turn="3"))  # fmt: skip
     ledger.record(start("fine", intent="Searching"))  # same batch: not lost with the bad one
-    ledger.record(start("bad-turn", turn="soon", end_ns=1.5))  # type: ignore[arg-type]
+    ledger.record(start("bad-turn", turn="soon", end_ns=1.5))
     written(ledger)
     stats = ledger.stats()
     assert stats["invalid"] == 3 and stats["dropped"] == 3 and stats["written"] == 3
@@ -196,13 +196,13 @@ def test_replay_after_reopen_is_still_idempotent(open_fresh: Callable[..., Ledge
     writes = [start("a", intent="A"), start("b", intent="B"), settle("a"), settle("b", "error")]
     first = open_fresh()
     for w in writes:
-        first.record(dict(w))  # type: ignore[arg-type]
+        first.record(dict(w))  # pyright: ignore[reportArgumentType]
     written(first)
     before = first.session_anchors("s1")
     first.close()
     second = open_fresh()
     for w in [*writes, start("c")]:
-        second.record(dict(w))  # type: ignore[arg-type]
+        second.record(dict(w))  # pyright: ignore[reportArgumentType]
     written(second)
     after = second.session_anchors("s1")
     assert after[:2] == before and after[2]["tool_call_id"] == "c"
@@ -290,11 +290,11 @@ def test_keys_a_writer_may_not_set_are_ignored(ledger: Ledger) -> None:
     # Unknown keys and the columns the ledger computes, on a new call, its settle in the same
     # batch, and a later write of the stored call.
     extra: dict[str, Any] = {"no_such_column": "x", "seq": 99, "settle_seq": 98}
-    ledger.record({**start("k", intent="Searching"), **extra})  # type: ignore[typeddict-item]
-    ledger.record({**settle("k"), "duration_ms": 5.0, "updated_ns": 1, **extra})  # type: ignore[typeddict-item]
-    ledger.record({**start("k2"), "no_such_column": "x"})  # type: ignore[typeddict-item]
+    ledger.record({**start("k", intent="Searching"), **extra})  # pyright: ignore[reportArgumentType]
+    ledger.record({**settle("k"), "duration_ms": 5.0, "updated_ns": 1, **extra})  # pyright: ignore[reportArgumentType]
+    ledger.record({**start("k2"), "no_such_column": "x"})  # pyright: ignore[reportArgumentType]
     written(ledger)
-    ledger.record({**settle("k2"), **extra})  # type: ignore[typeddict-item]
+    ledger.record({**settle("k2"), **extra})  # pyright: ignore[reportArgumentType]
     written(ledger)
     k, k2 = get(ledger, "k"), get(ledger, "k2")
     assert (k["seq"], k["settle_seq"], k["duration_ms"]) == (1, 2, 400.0)

@@ -157,7 +157,7 @@ def test_both_destinations_and_an_existing_provider(
         provider=provider, langfuse=_langfuse_kwargs(rx), set_global=False, ledger=False
     )
     try:
-        assert isinstance(provider._active_span_processor._span_processors[0], IntentSpanProcessor)  # pyright: ignore[reportPrivateUsage]
+        assert isinstance(provider._active_span_processor._span_processors[0], IntentSpanProcessor)
         assert len(setup.processor.processors) == 2  # the app's exporter + Langfuse's
         _calls(provider.get_tracer("app"))
         assert setup.force_flush()

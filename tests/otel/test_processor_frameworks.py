@@ -125,7 +125,7 @@ def test_langgraph_agent_with_openinference() -> None:
         ]
     )
     with capture(registry=REGISTRY) as cap, _Instrumented(cap):
-        agent = create_react_agent(  # pyright: ignore[reportDeprecated]
+        agent = create_react_agent(
             FakeChatModel(messages=replies),
             ToolNode([search_code, read_file], handle_tool_errors=True),
         )

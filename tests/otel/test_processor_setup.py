@@ -104,7 +104,7 @@ def test_otlp_only_when_the_standard_variables_say_so(monkeypatch: pytest.Monkey
 
 def test_configuration_errors_are_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="naming must be 'intent' or 'stable'"):
-        configure(naming="loud", provider=TracerProvider(), set_global=False)  # type: ignore[arg-type]
+        configure(naming="loud", provider=TracerProvider(), set_global=False)  # pyright: ignore[reportArgumentType]
     bad = tmp_path / "policy.toml"
     bad.write_text('[tools.x]\nargs = "shred"\n')
     with pytest.raises(PolicyError) as info:

@@ -743,10 +743,10 @@ def app_test_content(at: Any) -> bytes:
             _proto_strings(proto, out)
         children = getattr(node, "children", None)
         if isinstance(children, dict):
-            for child in children.values():  # pyright: ignore[reportUnknownVariableType]
+            for child in children.values():
                 walk(child)
 
-    walk(at._tree)  # pyright: ignore[reportPrivateUsage]
+    walk(at._tree)
     return b"\n".join(out)
 
 
@@ -773,7 +773,7 @@ class Tee:
 
     def record(self, write: AnchorWrite) -> None:
         for ledger in self.ledgers:
-            ledger.record(dict(write))  # type: ignore[arg-type]
+            ledger.record(dict(write))  # pyright: ignore[reportArgumentType]
 
     def set_activity(
         self, session_id: str, batch_id: str, label: str, *, turn: int | None = None
@@ -828,7 +828,7 @@ def _in_process(path: str, g: Garden, policy: RedactionPolicy, sink: Tee, sinks:
             langfuse=_langfuse_kwargs(rx),
             provider=TracerProvider(resource=resource_for(g)),
             set_global=False,
-            ledger=sink,  # type: ignore[arg-type]
+            ledger=sink,
             policy=policy,
             registry=IntentRegistry(LABEL_BEARING),
         )
@@ -965,7 +965,7 @@ def _cli_commands(
     mp.setattr(
         _view.subprocess,
         "Popen",
-        lambda argv, env=None: subprocess.Popen([sys.executable, "-c", "pass"], env=env),  # pyright: ignore[reportUnknownLambdaType]
+        lambda argv, env=None: subprocess.Popen([sys.executable, "-c", "pass"], env=env),
     )
     runner = CliRunner()
     for url in (sqlite_url, pg_url):
@@ -1189,9 +1189,9 @@ def wire_result(span: WireSpan) -> Any:
 
 
 def unwrap(args: Any) -> Any:
-    if isinstance(args, dict) and set(args) == {"args", "kwargs"}:  # pyright: ignore[reportUnknownArgumentType]
-        return args["kwargs"]  # pyright: ignore[reportUnknownVariableType]
-    return args  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(args, dict) and set(args) == {"args", "kwargs"}:
+        return args["kwargs"]
+    return args
 
 
 SelectSpan = Callable[[WireSpan], bool]

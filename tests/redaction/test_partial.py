@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from redaction import RedactionPolicy, ScrubOptions, UserPattern, secret_tail
-from redaction._partial import _matchers  # pyright: ignore[reportPrivateUsage]
+from redaction._partial import _matchers
 from redaction._patterns import VALUE_RULES
 from tests.redaction.examples import VALUE_EXAMPLES
 
@@ -128,9 +128,9 @@ def test_rules_with_a_secret_part_hold_only_that_part() -> None:
 
 @pytest.mark.parametrize("rule", VALUE_RULES, ids=lambda r: r.name)
 def test_the_regex_module_reads_every_rule_as_re_does(rule: object) -> None:
-    pattern: re.Pattern[str] = rule.regex  # type: ignore[attr-defined]
+    pattern: re.Pattern[str] = rule.regex  # pyright: ignore[reportAttributeAccessIssue]
     again = regex.compile(pattern.pattern, pattern.flags)
-    positives, negatives = VALUE_EXAMPLES[rule.name]  # type: ignore[attr-defined]
+    positives, negatives = VALUE_EXAMPLES[rule.name]  # pyright: ignore[reportAttributeAccessIssue]
     for text in [t for t, _ in positives] + negatives + INTENTS:
         assert [m.span() for m in pattern.finditer(text)] == [
             m.span() for m in again.finditer(text)

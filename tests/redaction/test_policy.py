@@ -28,7 +28,7 @@ JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_X
 
 @pytest.mark.parametrize(("args", "output"), list(itertools.product(ACTIONS, ACTIONS)))
 def test_label_rule_truth_table(args: str, output: str) -> None:
-    policy = RedactionPolicy(default_rule=Rule(args, output), hash_key=KEY)  # type: ignore[arg-type]
+    policy = RedactionPolicy(default_rule=Rule(args, output), hash_key=KEY)  # pyright: ignore[reportArgumentType]
     d = policy.decide("search")
     assert (d.args, d.output) == (args, output)
     assert d.show_intent is (args == "keep")
@@ -55,7 +55,7 @@ def test_label_rule_truth_table(args: str, output: str) -> None:
 
 def test_decision_flags_cannot_be_set_by_hand() -> None:
     with pytest.raises(TypeError):
-        Decision("redact", "keep", show_intent=True)  # type: ignore[call-arg]
+        Decision("redact", "keep", show_intent=True)  # pyright: ignore[reportCallIssue]
     assert Decision("redact", "keep").show_intent is False
 
 

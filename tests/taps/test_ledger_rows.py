@@ -27,7 +27,7 @@ def any_ledger(
 
 
 def w(status: str, **kw: Any) -> AnchorWrite:
-    return {"tool_call_id": "call_1", "tool_name": "search_code", "status": status, **kw}  # type: ignore[typeddict-item]
+    return {"tool_call_id": "call_1", "tool_name": "search_code", "status": status, **kw}  # pyright: ignore[reportReturnType]
 
 
 def streaming(intent: str | None, **kw: Any) -> AnchorWrite:

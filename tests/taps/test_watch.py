@@ -31,7 +31,7 @@ def call(cid: str, status: Status | str, **kw: Any) -> AnchorWrite:
         "tool_name": kw.pop("tool_name", "search_code"),
         "status": Status(status),
         **kw,
-    }  # type: ignore[typeddict-item]
+    }  # pyright: ignore[reportReturnType]
 
 
 @pytest.fixture

@@ -43,7 +43,7 @@ def new_app() -> AppTest:
     Streamlit components (1-2 s here); the viewer uses none, so the first scan is shared."""
     at = AppTest.from_file(str(APP_PATH), default_timeout=30)
     if _components:
-        at._bidi_component_manager = _components[0]  # pyright: ignore[reportAttributeAccessIssue, reportPrivateUsage]
+        at._bidi_component_manager = _components[0]  # pyright: ignore[reportAttributeAccessIssue]
     return at
 
 
@@ -69,7 +69,7 @@ def run_app(params: Mapping[str, str] | None = None, page: str | None = None) ->
 def open_page(at: AppTest, url_path: str) -> None:
     """Select a page of ``st.navigation`` by url path (AppTest's ``switch_page`` takes files;
     our pages are functions, whose page hash is the hash of their url path)."""
-    at._page_hash = calc_hash(url_path)  # pyright: ignore[reportPrivateUsage]
+    at._page_hash = calc_hash(url_path)
 
 
 def texts(at: AppTest) -> list[str]:

@@ -62,7 +62,7 @@ def _write(ledger: Any) -> None:
             "args": json.dumps({"query": f"args of {cid}"}),
         }
         write.update(extra)
-        ledger.record(AnchorWrite(**write))  # type: ignore[typeddict-item]
+        ledger.record(AnchorWrite(**write))
 
     def settle(cid: str, tool: str, status: str, at_ms: float, **extra: Any) -> None:
         write: dict[str, Any] = {
@@ -72,7 +72,7 @@ def _write(ledger: Any) -> None:
             "end_ns": _ms(at_ms),
         }
         write.update(extra)
-        ledger.record(AnchorWrite(**write))  # type: ignore[typeddict-item]
+        ledger.record(AnchorWrite(**write))
         ledger.flush(10.0)  # settle order is what the group header follows
 
     # --- conv-auth-42, turn 1: three parallel siblings, distinct intents, settle out of order

@@ -28,7 +28,7 @@ def writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ledger]:
 
 
 def write(ledger: Ledger, **kw: object) -> None:
-    ledger.record(AnchorWrite(**kw))  # type: ignore[typeddict-item]
+    ledger.record(AnchorWrite(**kw))  # pyright: ignore[reportArgumentType]
     assert ledger.flush(10.0)
 
 

@@ -386,7 +386,7 @@ class LedgerSource(Source):
                 raise AnalyticsError(str(exc)) from None
             if not anchors:
                 return
-            yield [tuple(a[c] for c in SOURCE_COLUMNS) for a in anchors]  # type: ignore[literal-required]
+            yield [tuple(a[c] for c in SOURCE_COLUMNS) for a in anchors]
             since = anchors[-1]["version"]
 
 

@@ -505,7 +505,7 @@ class SpanFeed:
     def _update(self, waiter: _Waiter) -> None:
         if waiter.write is None:
             return
-        write: AnchorWrite = {**waiter.write, **waiter.found}  # type: ignore[typeddict-item]
+        write: AnchorWrite = {**waiter.write, **waiter.found}  # pyright: ignore[reportAssignmentType]
         waiter.found = {}
         self._count("resolved_late")
         self._record(write)

@@ -632,7 +632,7 @@ class Ledger:
 
 
 @atexit.register
-def _close_open_ledgers() -> None:  # pyright: ignore[reportUnusedFunction]
+def _close_open_ledgers() -> None:
     for ledger in list(_OPEN):
         try:
             ledger.close(timeout_s=5.0)

@@ -132,7 +132,7 @@ class activity:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any):
         if self._token is not None:
-            context_api.detach(self._token)  # type: ignore[arg-type]
+            context_api.detach(self._token)  # pyright: ignore[reportArgumentType]
             self._token = None
         if self.span is not None:
             if exc is not None:
@@ -229,7 +229,7 @@ class ToolCall:
             CURRENT_CALL.reset(self._call_token)
             self._call_token = None
         if self._token is not None:
-            context_api.detach(self._token)  # type: ignore[arg-type]
+            context_api.detach(self._token)  # pyright: ignore[reportArgumentType]
             self._token = None
         if exc is not None:
             self._fail(exc)
@@ -332,7 +332,7 @@ class ToolCall:
             if self.call_id:
                 _BACKGROUND[self.call_id] = self  # (the provider's id works too)
         span.set_attribute(A.BACKGROUND, True)
-        notify_background(span, timeout_s if timeout_s is not None else self._timeout)  # type: ignore[arg-type]
+        notify_background(span, timeout_s if timeout_s is not None else self._timeout)  # pyright: ignore[reportArgumentType]
 
         return self
 

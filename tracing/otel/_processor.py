@@ -163,7 +163,7 @@ class IntentSpanProcessor(SpanProcessor):
         self._worker_ident: int | None = None
         if hasattr(os, "register_at_fork"):
             weak = weakref.WeakMethod(self._after_fork)
-            os.register_at_fork(after_in_child=lambda: (m := weak()) and m())  # type: ignore[func-returns-value]
+            os.register_at_fork(after_in_child=lambda: (m := weak()) and m())
         self._shutdown = False
         self._calls = CallTracker(
             self,
@@ -254,7 +254,7 @@ class IntentSpanProcessor(SpanProcessor):
     def _on_ending(self, span: Span) -> None:
         for processor in self._processors:
             try:
-                processor._on_ending(span)  # pyright: ignore[reportPrivateUsage]
+                processor._on_ending(span)
             except Exception as exc:
                 self.fail(f"{type(processor).__name__}._on_ending", exc)
 

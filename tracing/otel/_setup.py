@@ -84,7 +84,7 @@ def wrap_provider(provider: TracerProvider, processor: IntentSpanProcessor) -> N
     def add_span_processor(span_processor: SpanProcessor) -> None:
         processor.add_processor(span_processor)
 
-    provider.add_span_processor = add_span_processor  # type: ignore[method-assign]
+    provider.add_span_processor = add_span_processor
 
 
 def _resolve_policy(policy: PolicyLike | str | PathLike[str] | None) -> PolicyLike:
