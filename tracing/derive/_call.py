@@ -29,7 +29,6 @@ from tracing.derive._conventions import (
     EventView,
     SpanView,
     ToolFacts,
-    intent_candidate,
     match_convention,
     parse_json,
     result_outcome,
@@ -43,7 +42,8 @@ from tracing.derive._redact import (
     trace_redactor,
     with_tag,
 )
-from tracing.intent import apply_outcome, read_intent, sanitize_label
+from tracing.intent import INTENT_ARG, apply_outcome, read_intent, sanitize_label
+from tracing.intent._args import ArgsPath, locate_candidate, without_path
 from tracing.status import Status, frame_label
 
 Naming = Literal["intent", "stable"]
@@ -117,17 +117,28 @@ def is_label_bearing(
         return False
 
 
+def raw_intent_at(
+    facts: ToolFacts, *, gate: bool, learned: str | None = None, full: bool = False
+) -> tuple[str | None, ArgsPath | None]:
+    """The raw (model-written) intent of a call behind the gate and where it sits in the args
+    (None when it is learned or absent)."""
+    if not gate:
+        return None, None
+    raw = facts.args
+    path = facts.args_path
+    hit = locate_candidate(raw, read=read_intent, max_chars=PREFIX_CHARS, path=path)
+    if hit is None and full and isinstance(raw, str | bytes) and len(raw) > PREFIX_CHARS:
+        hit = locate_candidate(raw, read=read_intent, max_chars=FULL_PARSE_MAX_CHARS, path=path)
+    if hit is not None:
+        return hit
+    return learned, None
+
+
 def raw_intent_of(
     facts: ToolFacts, *, gate: bool, learned: str | None = None, full: bool = False
 ) -> str | None:
     """The raw (model-written) intent of a call behind the gate, or None."""
-    if not gate:
-        return None
-    found = intent_candidate(facts.args, read=read_intent, max_chars=PREFIX_CHARS)
-    raw = facts.args
-    if found is None and full and isinstance(raw, str | bytes) and len(raw) > PREFIX_CHARS:
-        found = intent_candidate(raw, read=read_intent, max_chars=FULL_PARSE_MAX_CHARS)
-    return found if found is not None else learned
+    return raw_intent_at(facts, gate=gate, learned=learned, full=full)[0]
 
 
 def _visible(text: str | None) -> str | None:
@@ -390,16 +401,24 @@ def _as_written(text: str, gate: bool) -> str | None:
     return "{" + rest
 
 
-def _ledger_args(redacted: Any, action: str, gate: bool) -> str | None:
+def _ledger_args(
+    redacted: Any, action: str, gate: bool, path: ArgsPath | None = None
+) -> str | None:
+    """The args a settled call stores: without the intent (at ``path``, where it was read,
+    and a top-level ``intent`` when the gate says it is ours), wrappers of exactly
+    ``args``/``kwargs`` unwrapped."""
     if redacted is None:
         return None
     if action != "keep":
         return to_json_text(redacted)
-    if isinstance(redacted, str):
+    if isinstance(redacted, str) and (path is None or path == (INTENT_ARG,)):
         written = _as_written(redacted, gate)
         if written is not None:
             return written
-    kwargs, positional = unwrap_args(parse_json(redacted))
+    parsed = parse_json(redacted)
+    if gate and path:
+        parsed = without_path(parsed, path)
+    kwargs, positional = unwrap_args(parsed)
     if kwargs is not None:
         kept = {k: v for k, v in kwargs.items() if not (gate and k == "intent")}
         if positional:
@@ -444,7 +463,7 @@ def derive_call(
     agent = ctx.agent_id or facts.agent_id
     session = ctx.session_id or facts.session_id
     gate = is_label_bearing(attrs, tool, registry, ctx.label_bearing)
-    raw_intent = raw_intent_of(facts, gate=gate, learned=ctx.learned_intent, full=True)
+    raw_intent, intent_path = raw_intent_at(facts, gate=gate, learned=ctx.learned_intent, full=True)
     status = settle_status(view, ctx)
     timed_out = ctx.timed_out or attrs.get(A.TIMED_OUT) is True
     error_text = view.status_message or facts.error or _exception_message(view)
@@ -493,21 +512,22 @@ def derive_call(
 
     call_id = call_anchor_id(view, facts, ctx, policy)
     shaped[A.TOOL_NAME] = shown_tool
+    provider = provider_call_id(facts, ctx, policy)
+    if provider:  # the provider's id, where GenAI keeps it (learned ones too)
+        shaped.setdefault(A.GEN_AI_TOOL_CALL_ID, provider)
+    # no gen_ai.tool.name the span did not have: a Langfuse server reached by plain OTLP names
+    # an observation by it before the span name (langfuse_attributes adds it where it may)
+    shaped.setdefault(A.GEN_AI_OPERATION_NAME, A.GEN_AI_EXECUTE_TOOL)
     shaped[A.CONVENTION] = facts.convention
     shaped[A.STATUS] = status
     shaped[A.LABEL] = label
     shaped[A.ORIGINAL_NAME] = original
     shaped[A.TOOL_CALL_ID] = safe_text(call_id)
-    provider = provider_call_id(facts, ctx, policy)
-    if provider:  # the provider's id, where GenAI keeps it (learned ones too)
-        shaped.setdefault(A.GEN_AI_TOOL_CALL_ID, provider)
     shaped[A.LABEL_BEARING] = gate
     if intent:
         shaped[A.INTENT] = intent
     if outcome_v:
         shaped[A.OUTCOME] = outcome_v
-    shaped.setdefault(A.GEN_AI_OPERATION_NAME, A.GEN_AI_EXECUTE_TOOL)
-    shaped.setdefault(A.GEN_AI_TOOL_NAME, shown_tool)
     anchor = _anchor_base(
         view, facts, ctx, call_id, policy=policy, tool=shown_tool, status=status, label=label
     )
@@ -540,7 +560,7 @@ def derive_call(
     anchor["outcome"] = outcome_v
     anchor["end_ns"] = None if live else view.end_ns
     anchor["error"] = cast("str | None", red.error) if error_text else None
-    anchor["args"] = _ledger_args(first_args, str(decision.args), gate)
+    anchor["args"] = _ledger_args(first_args, str(decision.args), gate, intent_path)
     anchor["result"] = to_json_text(first_result)
     anchor["redaction"] = _redaction_json(
         str(decision.args),
@@ -592,6 +612,8 @@ def langfuse_attributes(derived: DerivedCall) -> dict[str, Any]:
         attrs.setdefault(A.SESSION_ID_KEY, session)
     if derived.renamed:
         attrs.pop(A.GEN_AI_TOOL_NAME, None)
+    elif isinstance(tool := attrs.get(A.TOOL_NAME), str):
+        attrs.setdefault(A.GEN_AI_TOOL_NAME, tool)
         if A.LOGFIRE_MSG in attrs:
             attrs[A.LOGFIRE_MSG] = derived.name
     return attrs

@@ -19,7 +19,9 @@ from tracing import attributes as A
 from tracing.intent._args import (
     FULL_PARSE_MAX_CHARS,
     PREFIX_CHARS,
+    ArgsPath,
     intent_candidate,
+    locate_intent,
     parse_json,
     result_outcome,
     to_json_text,
@@ -37,6 +39,7 @@ __all__ = [
     "OPENINFERENCE",
     "PREFIX_CHARS",
     "TRACELOOP",
+    "ArgsPath",
     "AttributeConvention",
     "Convention",
     "EventView",
@@ -45,6 +48,7 @@ __all__ = [
     "ToolFacts",
     "intent_candidate",
     "is_model_span",
+    "locate_intent",
     "match_convention",
     "parse_json",
     "recognise",
@@ -107,6 +111,9 @@ class ToolFacts:
     agent_id: str | None = None
     error: str | None = None
     """Error text the convention keeps outside the status (Langfuse's status message)."""
+    args_path: ArgsPath | None = None
+    """Where the call's args sit inside the parsed args value (the convention's
+    ``args_path``); None: found by rule."""
 
 
 class Convention(Protocol):
@@ -173,6 +180,10 @@ class AttributeConvention:
         args_event / result_event: event names carrying args/result in their attributes.
         event_value_keys: attribute keys read inside those events.
         error_keys: attributes holding error text kept outside the status.
+        args_path: where the call's keyword args sit inside the parsed args value, as keys
+            and list indexes (``("payload", "params")``); searched first, then the rule of
+            ``locate_intent`` (wrapper members ``kwargs``/``args``/``input``/``arguments``, a
+            first positional mapping). The ledger's args lose the intent at the same path.
     """
 
     name: str
@@ -188,6 +199,7 @@ class AttributeConvention:
     result_event: str | None = None
     event_value_keys: tuple[str, ...] = ("content", "arguments", "message", "result")
     error_keys: tuple[str, ...] = ()
+    args_path: ArgsPath | None = None
 
     def matches(self, name: str, attributes: Mapping[str, Any]) -> bool:
         return self.match(name, attributes)
@@ -212,6 +224,7 @@ class AttributeConvention:
             session_id=_first_str(attrs, self.session_keys),
             agent_id=_first_str(attrs, self.agent_keys),
             error=_first_str(attrs, self.error_keys),
+            args_path=self.args_path,
         )
 
 

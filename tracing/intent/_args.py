@@ -1,5 +1,5 @@
-"""Tool-call args and results as conventions keep them: JSON text (possibly truncated), or
-wrapped ``{"args": [...], "kwargs": {...}}``; the intent in a prefix; outcomes in results.
+"""Tool-call args and results as conventions keep them: JSON text (possibly truncated), bare or
+wrapped (``{"args": [...], "kwargs": {...}}`` and kin); the intent in a prefix; outcomes in results.
 
 Pure functions, never parsing more than they need. No OpenTelemetry import here.
 """
@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, cast
 
 import jiter
+
+from tracing.intent._schema import INTENT_ARG
 
 PREFIX_CHARS: Final = 8192
 """How much of a JSON text is parsed to find the intent (it is written first)."""
@@ -73,42 +75,154 @@ def args_mapping(raw: Any, *, max_chars: int | None = None) -> Mapping[str, Any]
     return kwargs
 
 
-def intent_candidate(
-    raw: Any, *, read: Callable[[Any], str | None], max_chars: int | None = PREFIX_CHARS
-) -> str | None:
-    """The raw intent text in a raw args value, or None. Never raises.
+ArgsPath = tuple[str | int, ...]
+"""Where a value sits inside parsed args: mapping keys and list indexes, outermost first."""
 
-    ``read`` is ``tracing.read_intent`` (what counts as an intent is decided there). JSON text
-    is parsed only up to ``max_chars`` (the intent is the first property, so a 400 KB args
-    text costs what a 1 KB one does); a positional first string counts when the args are
-    wrapped ``{"args": [...]}`` (Langfuse ``@observe`` of ``def tool(intent, ...)``).
-    Callers apply the label-bearing gate.
+WRAPPER_KEYS: Final = ("kwargs", "args", "input", "arguments")
+"""Members of a mapping that may wrap the call's args (any other members beside them are
+flags, e.g. ``sanitize_inputs_outputs``); searched in this order."""
+MAX_WRAP_DEPTH: Final = 6
+"""How deep the intent is looked for: each wrapper member and each first list item is a level
+(``{"args": [{"intent": ...}]}`` is two)."""
+
+
+def _at(parsed: Any, path: ArgsPath) -> Any:
+    """The value at ``path`` inside ``parsed``, or None."""
+    node = parsed
+    for step in path:
+        if isinstance(step, int) and isinstance(node, list | tuple):
+            seq = cast("Sequence[Any]", node)
+            if not -len(seq) <= step < len(seq):
+                return None
+            node = seq[step]
+        elif isinstance(step, str) and isinstance(node, Mapping):
+            node = cast("Mapping[str, Any]", node).get(step)
+        else:
+            return None
+    return node
+
+
+def _locate(
+    node: Any,
+    read: Callable[[Any], str | None],
+    path: ArgsPath,
+    depth: int,
+    positional: bool,
+) -> tuple[str, ArgsPath] | None:
+    """The rule: a mapping's own intent, else the first of its wrapper members that holds one;
+    a list's first item (a non-blank string when the list is positional args, or a mapping)."""
+    if isinstance(node, Mapping):
+        mapping = cast("Mapping[str, Any]", node)
+        found = read(mapping)
+        if found:
+            return found, (*path, INTENT_ARG)
+        if depth >= MAX_WRAP_DEPTH:
+            return None
+        for key in WRAPPER_KEYS:
+            inner = mapping.get(key)
+            if isinstance(inner, Mapping | list | tuple):
+                hit = _locate(inner, read, (*path, key), depth + 1, key == "args")
+                if hit is not None:
+                    return hit
+        return None
+    if isinstance(node, list | tuple):
+        items = cast("Sequence[Any]", node)
+        if not items:
+            return None
+        first = items[0]
+        if positional and isinstance(first, str) and first.strip():
+            return first, (*path, 0)
+        if isinstance(first, Mapping) and depth < MAX_WRAP_DEPTH:
+            return _locate(first, read, (*path, 0), depth + 1, False)
+    return None
+
+
+def locate_intent(
+    parsed: Any, *, read: Callable[[Any], str | None], path: ArgsPath | None = None
+) -> tuple[str, ArgsPath] | None:
+    """``(raw intent, its path)`` in parsed args, or None.
+
+    The rule (not a list of shapes): a mapping's own ``intent``; else the first of its
+    ``kwargs``/``args``/``input``/``arguments`` members that holds one, whatever else the
+    mapping carries (``{"args": [], "kwargs": {...}, "sanitize_inputs_outputs": true}``),
+    recursively up to ``MAX_WRAP_DEPTH`` levels; the first positional argument when it is a
+    mapping, or a non-blank string (``def tool(intent, ...)`` under Langfuse ``@observe``).
+    ``path`` (a convention's ``args_path``) names where the args are: searched there first.
     """
+    if path:
+        hit = _locate(_at(parsed, path), read, path, 0, True)
+        if hit is not None:
+            return hit
+    return _locate(parsed, read, (), 0, True)
+
+
+def without_path(parsed: Any, path: ArgsPath) -> Any:
+    """A copy of ``parsed`` without the member or item at ``path`` (only the containers along
+    the path are copied); ``parsed`` itself when the path does not resolve."""
+    if not path:
+        return parsed
+    step, rest = path[0], path[1:]
+    if isinstance(step, str) and isinstance(parsed, Mapping):
+        mapping = cast("Mapping[str, Any]", parsed)
+        if step not in mapping:
+            return mapping
+        if not rest:
+            return {k: v for k, v in mapping.items() if k != step}
+        return {**mapping, step: without_path(mapping[step], rest)}
+    if isinstance(step, int) and isinstance(parsed, list | tuple):
+        items = list(cast("Sequence[Any]", parsed))
+        if not 0 <= step < len(items):
+            return items
+        if not rest:
+            del items[step]
+        else:
+            items[step] = without_path(items[step], rest)
+        return items
+    return parsed
+
+
+def locate_candidate(
+    raw: Any,
+    *,
+    read: Callable[[Any], str | None],
+    max_chars: int | None = PREFIX_CHARS,
+    path: ArgsPath | None = None,
+) -> tuple[str, ArgsPath] | None:
+    """``(raw intent, its path)`` in a raw args value (JSON text, mapping or list), or None.
+    Never raises. See ``intent_candidate``."""
     try:
         if raw is None:
             return None
-        if isinstance(raw, str | bytes):
+        if isinstance(raw, str | bytes) and not path:
             text = raw
             head = text.lstrip()[:1]
             if head in ("{", b"{"):
                 # fast path: a bare object whose first key is the intent
                 found = read(text[:max_chars] if max_chars is not None else text)
                 if found:
-                    return found
-        kwargs, positional = unwrap_args(parse_json(raw, max_chars=max_chars))
-        if kwargs is not None:
-            found = read(kwargs)
-            if found:
-                return found
-        if positional:
-            first = positional[0]
-            if isinstance(first, str) and first.strip():
-                return first
-            if isinstance(first, Mapping):
-                return read(cast("Mapping[str, Any]", first))
-        return None
+                    return found, (INTENT_ARG,)
+        return locate_intent(parse_json(raw, max_chars=max_chars), read=read, path=path)
     except Exception:
         return None
+
+
+def intent_candidate(
+    raw: Any,
+    *,
+    read: Callable[[Any], str | None],
+    max_chars: int | None = PREFIX_CHARS,
+    path: ArgsPath | None = None,
+) -> str | None:
+    """The raw intent text in a raw args value, or None. Never raises.
+
+    ``read`` is ``tracing.read_intent`` (what counts as an intent is decided there). JSON text
+    is parsed only up to ``max_chars`` (the intent is the first property, so a 400 KB args
+    text costs what a 1 KB one does). Where it is looked for is ``locate_intent``'s rule
+    (wrappers, a first positional mapping or string); ``path`` names the args' place first.
+    Callers apply the label-bearing gate.
+    """
+    hit = locate_candidate(raw, read=read, max_chars=max_chars, path=path)
+    return hit[0] if hit is not None else None
 
 
 def _payloads(parsed: Any, depth: int = 0) -> list[Mapping[str, Any]]:

@@ -227,6 +227,45 @@ class IntentRegistry:
 _DEFAULT_REGISTRY: Final = IntentRegistry()
 
 
+def tool_names_of(tool: Any, *, _depth: int = 0) -> list[str]:
+    """The tool names a tool, a tool definition or a tool list stands for (empty: none found).
+
+    A non-empty ``str`` is a name; a schema mapping gives its name (OpenAI Chat Completions and
+    Responses, Anthropic, MCP, or any ``{"name": ...}``); a framework's tool object gives its
+    ``name`` attribute (LangChain, CrewAI, Google ADK, Agno, AutoGen, DSPy, pydantic-ai, the
+    ``mcp`` package's ``Tool``) and its ``fully_qualified_name`` too when it has one (Semantic
+    Kernel's ``plugin-function``); a plain function its ``__name__``; an object or mapping
+    holding ``tools`` (a toolset, MCP ``ListToolsResult``) the names of those.
+    """
+    if isinstance(tool, str):
+        return [tool] if tool.strip() else []
+    names: list[str] = []
+    if isinstance(tool, Mapping):
+        mapping = cast("Mapping[str, Any]", tool)
+        found = _locate(mapping)
+        name = found[0] if found is not None else mapping.get("name")
+        if isinstance(name, str) and name.strip():
+            names.append(name)
+        inner: Any = mapping.get("tools") if not names else None
+    else:
+        name = getattr(tool, "name", None)
+        if isinstance(name, str) and name.strip():
+            names.append(name)
+            qualified = getattr(tool, "fully_qualified_name", None)
+            if isinstance(qualified, str) and qualified.strip() and qualified != name:
+                names.append(qualified)
+        elif callable(tool):
+            fn_name = getattr(tool, "__name__", None)
+            if isinstance(fn_name, str) and fn_name.strip() and fn_name != "<lambda>":
+                names.append(fn_name)
+        inner = getattr(tool, "tools", None) if not names else None
+    if inner is not None and _depth < 2 and isinstance(inner, Iterable):
+        for item in cast("Iterable[Any]", inner):
+            if not isinstance(item, str | bytes):
+                names.extend(tool_names_of(item, _depth=_depth + 1))
+    return names
+
+
 def default_registry() -> IntentRegistry:
     """The process-wide registry that ``inject_intent`` fills unless given another one."""
     return _DEFAULT_REGISTRY

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from os import PathLike
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -23,12 +24,34 @@ from tracing.anchor import LedgerSink
 from tracing.derive._call import Naming, PolicyLike, RegistryLike
 from tracing.derive._conventions import DEFAULT_CONVENTIONS, Convention
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
+from tracing.intent import default_registry
+from tracing.intent._schema import tool_names_of
 from tracing.ledger import open_ledger
 from tracing.otel._langfuse import langfuse_span_mask
 from tracing.otel._options import ConfigError, IntentOptions
 from tracing.otel._processor import IntentSpanProcessor
 
 _OTLP_ENV = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+LANGFUSE_OTLP_PATH = "/api/public/otel"
+"""The path of a Langfuse server's OTLP endpoint (``<host>/api/public/otel/v1/traces``)."""
+
+
+def is_langfuse_endpoint(endpoint: str | None) -> bool:
+    """Whether an OTLP endpoint URL is a Langfuse server's (its path holds ``/api/public/otel``)."""
+    if not endpoint:
+        return False
+    return LANGFUSE_OTLP_PATH in urlsplit(endpoint.strip()).path.rstrip("/") + "/"
+
+
+def _otlp_endpoint(otlp: bool | str) -> str | None:
+    """The traces endpoint the OTLP exporter will use (as the exporter resolves it)."""
+    if isinstance(otlp, str):
+        return otlp
+    traces = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    if traces:
+        return traces
+    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    return base.rstrip("/") + "/v1/traces" if base else None
 
 
 @dataclass(frozen=True)
@@ -40,6 +63,8 @@ class TracingSetup:
     langfuse: Any | None = None
     """The Langfuse client, when Langfuse is a destination."""
     ledger: LedgerSink | None = None
+    registry: RegistryLike | None = None
+    """The label-bearing tool names in use (``registry=`` or ``default_registry()``)."""
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Export everything ended so far (and write its anchors)."""
@@ -133,14 +158,39 @@ def _langfuse_client(
     return langfuse  # a client the app made (its processor is on the provider it was given)
 
 
+def _register_tools(registry: RegistryLike, intent_tools: Iterable[Any] | Any) -> None:
+    """Add the names of ``intent_tools`` to ``registry`` (ConfigError: one without a name)."""
+    items: Any = [intent_tools] if isinstance(intent_tools, str | Mapping) else intent_tools
+    if not isinstance(items, Iterable):
+        items = [items]  # one tool object
+    names: list[str] = []
+    for tool in cast("Iterable[Any]", items):
+        found = tool_names_of(tool)
+        if not found:
+            raise ConfigError(
+                f"intent_tools: cannot tell the name of {type(tool).__name__} {tool!r:.60}; "
+                "pass the tool's name as a string"
+            )
+        names.extend(found)
+    update = getattr(registry, "update", None)
+    if not callable(update):
+        raise ConfigError(
+            "intent_tools=... needs a registry with update(names) (an IntentRegistry); "
+            "add the names to your registry yourself"
+        )
+    cast("Callable[[Iterable[str]], None]", update)(names)
+
+
 def configure(
     *,
-    otlp: bool | None = None,
+    otlp: bool | str | None = None,
+    langfuse_otlp: bool | None = None,
     langfuse: bool | Mapping[str, Any] | Any | None = None,
     policy: PolicyLike | str | PathLike[str] | None = None,
     naming: Naming | None = None,
     ledger: LedgerSink | str | bool | None = None,
     registry: RegistryLike | None = None,
+    intent_tools: Iterable[Any] | None = None,
     provider: TracerProvider | None = None,
     resource: Resource | None = None,
     set_global: bool = True,
@@ -154,7 +204,13 @@ def configure(
     Args:
         otlp: export OTLP/HTTP, configured by the standard ``OTEL_EXPORTER_OTLP_*`` variables.
             Default: on when ``OTEL_EXPORTER_OTLP_ENDPOINT``/``..._TRACES_ENDPOINT`` is set
-            (and the provider is ours; for an existing provider only when True).
+            (and the provider is ours; for an existing provider only when True). A string is
+            the traces endpoint URL (``http://host:4318/v1/traces``).
+        langfuse_otlp: the OTLP destination is a Langfuse server (directly or through a
+            Collector): it gets the copy shaped for Langfuse (the label as the observation's
+            name, TOOL type, session). Default: when the endpoint's path holds
+            ``/api/public/otel``. Copies for other destinations add no ``gen_ai.tool.name``
+            the original span did not have (the server would name the observation by it).
         langfuse: ``True`` (a ``Langfuse()`` client from ``LANGFUSE_*`` variables), a mapping of
             ``Langfuse(...)`` arguments (e.g. ``public_key``, ``secret_key``, ``base_url``), or
             a client the app already made.
@@ -163,7 +219,12 @@ def configure(
         naming: ``intent`` (default, ``$INTENTRACE_NAMING``) or ``stable``.
         ledger: a ledger object, a URL, ``True`` (the default ledger file) or ``False``;
             default: ``$INTENTRACE_LEDGER_URL`` when set, else no ledger.
-        registry: label-bearing tool names (default ``default_registry()``).
+        registry: label-bearing tool names (default ``default_registry()``): the processor
+            and the tool spans of ``tool_call`` read it.
+        intent_tools: tools whose calls carry our ``intent`` (their functions declare it, or
+            their schemas were injected elsewhere), added to ``registry``: names, schemas
+            (OpenAI, Anthropic, MCP) or a framework's tool objects (their ``name``), or a plain
+            function (its ``__name__``). The one line that makes a framework's calls named.
         provider: an existing provider to wrap instead of making one (its processors move
             under the intent processor). Default: the global provider when it is already an SDK
             provider, else a new one.
@@ -184,9 +245,12 @@ def configure(
         opts = dataclasses.replace(opts, naming=naming)
     resolved_policy = _resolve_policy(policy)
     sink = _resolve_ledger(ledger)
+    used_registry: RegistryLike = registry if registry is not None else default_registry()
+    if intent_tools is not None:
+        _register_tools(used_registry, intent_tools)
     processor = IntentSpanProcessor(
         policy=resolved_policy,
-        registry=registry,
+        registry=used_registry,
         ledger=sink,
         options=opts,
         conventions=DEFAULT_CONVENTIONS if conventions is None else conventions,
@@ -199,19 +263,24 @@ def configure(
             existing = current
     if existing is not None:
         target = existing
-        use_otlp = otlp is True
+        use_otlp = otlp is True or isinstance(otlp, str)
     else:
         target = TracerProvider(resource=resource) if resource else TracerProvider()
-        use_otlp = otlp if otlp is not None else any(os.environ.get(k) for k in _OTLP_ENV)
+        use_otlp = bool(otlp) if otlp is not None else any(os.environ.get(k) for k in _OTLP_ENV)
     wrap_provider(target, processor)
 
     if use_otlp:
         # lazy: requests and protobuf load only when OTLP export is on
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        processor.add_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    for exporter in exporters:
-        processor.add_processor(BatchSpanProcessor(exporter))
+        endpoint = _otlp_endpoint(otlp if isinstance(otlp, str) else True)
+        to_langfuse = langfuse_otlp if langfuse_otlp is not None else is_langfuse_endpoint(endpoint)
+        exporter = OTLPSpanExporter(endpoint=otlp) if isinstance(otlp, str) else OTLPSpanExporter()
+        processor.add_processor(BatchSpanProcessor(exporter), langfuse=to_langfuse)
+    for extra_exporter in exporters:
+        endpoint = getattr(extra_exporter, "_endpoint", None)  # OTLP exporters keep their URL
+        marked = isinstance(endpoint, str) and is_langfuse_endpoint(endpoint)
+        processor.add_processor(BatchSpanProcessor(extra_exporter), langfuse=marked or None)
     for extra in processors:
         processor.add_processor(extra)
     client = None
@@ -219,4 +288,6 @@ def configure(
         client = _langfuse_client(langfuse, target, resolved_policy)
     if existing is None and set_global:
         trace.set_tracer_provider(target)
-    return TracingSetup(provider=target, processor=processor, langfuse=client, ledger=sink)
+    return TracingSetup(
+        provider=target, processor=processor, langfuse=client, ledger=sink, registry=used_registry
+    )
