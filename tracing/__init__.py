@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         session,
         tool,
         tool_call,
+        turn,
         wrap_provider,
     )
 
@@ -73,6 +74,7 @@ _LAZY: dict[str, str] = {
     "session": "tracing.otel",
     "tool": "tracing.otel",
     "tool_call": "tracing.otel",
+    "turn": "tracing.otel",
     "wrap_provider": "tracing.otel",
 }
 
@@ -111,6 +113,7 @@ __all__ = [
     "strip_intent",
     "tool",
     "tool_call",
+    "turn",
     "with_intent",
     "without_intent",
     "wrap_provider",

@@ -14,11 +14,12 @@ from typing import Any, Final
 
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
-    """The session (conversation), agent and turn that nested spans belong to."""
+    """The session (conversation), agent, turn and user that nested spans belong to."""
 
     session_id: str
     agent_id: str | None = None
     turn: int | None = None
+    user_id: str | None = None
 
 
 SESSION: Final[ContextVar[SessionInfo | None]] = ContextVar("intentrace_session", default=None)

@@ -20,6 +20,7 @@ from tracing.otel._instrument import (
     session,
     tool,
     tool_call,
+    turn,
 )
 from tracing.otel._langfuse import langfuse_span_mask
 from tracing.otel._options import ConfigError, IntentOptions
@@ -40,5 +41,6 @@ __all__ = [
     "session",
     "tool",
     "tool_call",
+    "turn",
     "wrap_provider",
 ]

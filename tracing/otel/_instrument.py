@@ -1,5 +1,5 @@
 """Our own instrumentation, for apps without a framework: ``tool_call``, ``tool``, ``session``,
-``activity``, ``harvest``.
+``turn``, ``activity``, ``harvest``.
 
 Tool calls become OpenTelemetry GenAI semconv ``execute_tool`` spans with the args as START
 attributes, so ``IntentSpanProcessor`` names them from the first moment. The intent is read
@@ -64,26 +64,146 @@ def _as_mapping(args: Any) -> Any:
     return args
 
 
-class session:
-    """Carry a session (conversation), agent and turn to every span started inside.
+def _turn_attributes(info: SessionInfo) -> dict[str, Any]:
+    """The turn span's attributes: GenAI semconv, OpenInference, Langfuse and ours."""
+    attrs: dict[str, Any] = {
+        A.GEN_AI_OPERATION_NAME: A.GEN_AI_INVOKE_AGENT,
+        A.GEN_AI_CONVERSATION_ID: info.session_id,
+        A.OPENINFERENCE_SPAN_KIND: A.OPENINFERENCE_AGENT,
+        A.SESSION_ID_KEY: info.session_id,
+        A.LANGFUSE_SESSION_ID: info.session_id,
+        A.SESSION_ID: info.session_id,
+    }
+    if info.agent_id:
+        attrs[A.GEN_AI_AGENT_NAME] = info.agent_id
+        attrs[A.OI_AGENT_NAME] = info.agent_id
+        attrs[A.AGENT_ID] = info.agent_id
+    if info.user_id:
+        attrs[A.OI_USER_ID] = info.user_id
+        attrs[A.LANGFUSE_USER_ID] = info.user_id
+    if info.turn is not None:
+        attrs[A.TURN] = info.turn
+    return attrs
+
+
+class turn:
+    """One turn of a session: its own trace, under an ``invoke_agent <agent>`` span.
 
     Usage::
 
-        with session("conv-42", agent_id="coder", turn=3):
-            ...
+        with session("conv-42", agent_id="coder", user_id="u-7"):
+            with turn(3):
+                ...  # tool calls and activity blocks: children of the turn span
 
-    Works with ``with`` and ``async with``; nests (the innermost wins).
+    The span follows the GenAI semantic conventions (``gen_ai.operation.name=invoke_agent``,
+    ``gen_ai.agent.name``, ``gen_ai.conversation.id``), is an AGENT span for OpenInference
+    readers (``openinference.span.kind``, ``session.id``, ``user.id``) and carries Langfuse's
+    session and user keys, so Langfuse and Phoenix show the turn as one trace of the session.
+    ``session(..., turn=N)`` opens one itself. Sync and async ``with``; an exception sets
+    error status.
+
+    Args:
+        number: the turn number.
+        session_id / agent_id / user_id: default to those of the enclosing ``session``.
+        tracer: the tracer to use (default: the global provider's ``intentrace`` tracer).
     """
 
-    def __init__(self, session_id: str, *, agent_id: str | None = None, turn: int | None = None):
-        self.info = SessionInfo(str(session_id), agent_id, turn)
+    def __init__(
+        self,
+        number: int,
+        *,
+        session_id: str | None = None,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        tracer: Tracer | None = None,
+    ) -> None:
+        self.number = number
+        self._ids = (session_id, agent_id, user_id)
+        self._tracer = tracer
+        self.info: SessionInfo | None = None
+        self.span: Span | None = None
+        self._session_token: Token[SessionInfo | None] | None = None
+        self._token: object = None
+
+    def __enter__(self) -> Span:
+        outer = SESSION.get()
+        session_id, agent_id, user_id = self._ids
+        info = SessionInfo(
+            str(session_id or (outer.session_id if outer else "")),
+            agent_id or (outer.agent_id if outer else None),
+            self.number,
+            user_id or (outer.user_id if outer else None),
+        )
+        self.info = info
+        self._session_token = SESSION.set(info)
+        name = (
+            f"{A.GEN_AI_INVOKE_AGENT} {info.agent_id}" if info.agent_id else A.GEN_AI_INVOKE_AGENT
+        )
+        attrs = _turn_attributes(info)
+        if not info.session_id:
+            for key in (A.GEN_AI_CONVERSATION_ID, A.SESSION_ID_KEY, A.LANGFUSE_SESSION_ID):
+                attrs.pop(key, None)
+        self.span = _tracer(self._tracer).start_span(name, attributes=attrs)
+        self._token = context_api.attach(trace.set_span_in_context(self.span))
+        return self.span
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any):
+        if self._token is not None:
+            context_api.detach(self._token)  # type: ignore[arg-type]
+            self._token = None
+        if self.span is not None:
+            if exc is not None:
+                self.span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+            self.span.end()
+            self.span = None
+        if self._session_token is not None:
+            SESSION.reset(self._session_token)
+            self._session_token = None
+
+    async def __aenter__(self) -> Span:
+        return self.__enter__()
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+
+class session:
+    """Carry a session (conversation), agent, turn and user to every span started inside.
+
+    Usage::
+
+        with session("conv-42", agent_id="coder", turn=3, user_id="u-7"):
+            ...
+
+    With a ``turn`` it also opens the turn's ``invoke_agent <agent>`` span (see ``turn``),
+    which parents the calls and activity blocks inside: one trace per turn
+    (``turn_span=False``: no span, the session is only carried). Works with ``with`` and
+    ``async with``; nests (the innermost wins).
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        agent_id: str | None = None,
+        turn: int | None = None,
+        user_id: str | None = None,
+        tracer: Tracer | None = None,
+        turn_span: bool = True,
+    ):
+        self.info = SessionInfo(str(session_id), agent_id, turn, user_id)
+        self._turn = _turn_context(turn, tracer) if turn is not None and turn_span else None
         self._token: Token[SessionInfo | None] | None = None
 
     def __enter__(self) -> SessionInfo:
         self._token = SESSION.set(self.info)
+        if self._turn is not None:
+            self._turn.__enter__()
         return self.info
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
+        if self._turn is not None:
+            self._turn.__exit__(*exc)
         if self._token is not None:
             SESSION.reset(self._token)
             self._token = None
@@ -91,8 +211,13 @@ class session:
     async def __aenter__(self) -> SessionInfo:
         return self.__enter__()
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def __aexit__(self, *exc: Any) -> None:
         self.__exit__(*exc)
+
+
+def _turn_context(number: int, tracer: Tracer | None) -> turn:
+    # (inside ``session.__init__`` its ``turn`` parameter hides the class)
+    return turn(number, tracer=tracer)
 
 
 def _session_attributes() -> dict[str, Any]:
