@@ -17,6 +17,7 @@ scrub to the same text) it leaves to the Python walker, which then does the whol
 from __future__ import annotations
 
 import json
+import re
 from bisect import bisect_right
 from collections.abc import Mapping
 from datetime import date, datetime, time, timedelta
@@ -37,12 +38,15 @@ from redaction._base import (
 )
 from redaction._engine import Automaton, EngineInfo, automaton
 from redaction._patterns import (
+    ASSIGNMENT_KEYWORDS,
     DIGIT_RUN,
     NON_ASCII_DIGIT,
     VALUE_RULES,
     Anchor,
+    assignment_key_start,
     hs_text,
     non_ascii_digits,
+    sensitive_key,
     spellings,
 )
 
@@ -65,6 +69,14 @@ _JSON: Final = 1
 _NOT_JSON: Final = object()
 _UNSEEN: Final = object()
 _JSON_OPENERS: Final = ("{", "[")
+_ASSIGNMENT: Final = "secret_assignment"
+_ASSIGNMENT_LEFT: Final = 40
+"""How far ``secret_assignment``'s validator extends a key to the left of its keyword."""
+_MEMO_ENTRIES: Final = 4096
+_KEY_RUN: Final = re.compile(r"[A-Za-z0-9_.\-]*")
+"""The key characters ``secret_assignment``'s key part takes after its keyword."""
+_HARD_SPACE: Final = re.compile(r"[^\S \t]")
+"""White space an assignment match cannot span (it allows only blanks and tabs)."""
 
 
 def _hides(s: Scrubber, x: Any) -> bool:
@@ -93,6 +105,37 @@ def _char_ends(s: str, hits: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
+def _assignment_starts(t: str, anchor: Anchor) -> tuple[tuple[int, int], ...]:
+    """``secret_assignment``'s candidate starts in ``t`` (the text before an anchor's key end,
+    ``_ASSIGNMENT_CONTEXT`` characters at most), each with the end of its key when the key-name
+    rule finds that key innocent (else -1).
+
+    Most candidates in code are assignments to innocent keys (``tokens = ...``,
+    ``max_tokens=``, ``key =``): the validator rejects every match whose key is innocent. The
+    key at a start: an ASCII keyword (no keyword is a prefix of another, so the regex takes
+    that one), the key characters after it, and the validator's extension to the left (at most
+    40 characters: inside ``t``). Code repeats its lines: the caller remembers ``t``'s answer.
+    """
+    lo = max(len(t) - anchor.back, 0)
+    window = t[lo:]
+    if anchor.starts_lower is not None and window.isascii():
+        found = [lo + m.start() for m in anchor.starts_lower.finditer(window.lower())]
+    else:
+        assert anchor.starts is not None
+        found = [m.start() for m in anchor.starts.finditer(t, lo)]
+    out: list[tuple[int, int]] = []
+    for q in found:
+        run = _KEY_RUN.match(t, q)  # (the key characters stop at the anchor's key end)
+        end = run.end() if run is not None else q
+        if t[q:end].lower().startswith(ASSIGNMENT_KEYWORDS) and not sensitive_key(
+            t[assignment_key_start(t, q) : end]
+        ):
+            out.append((q, end))
+        else:
+            out.append((q, -1))
+    return tuple(out)
+
+
 class FastPath:
     """The engine-backed ``find`` and walker of one scrubber."""
 
@@ -113,6 +156,9 @@ class FastPath:
             for r in self.rules
         )
         """Per rule: its literals lower-cased (the Python path's prefilter)."""
+        self._assignments: dict[str, tuple[tuple[int, int], ...]] = {}
+        """Text before an assignment anchor's key end -> its candidate starts (and innocent
+        keys' ends), relative to that text (``_assignment_starts``; bounded)."""
         self.always_user = always_user
         """User rules the engine cannot gate (no literals, or non-ASCII ones): run on every
         string, as the Python path does."""
@@ -202,11 +248,18 @@ class FastPath:
             run_rule(rule, s, spans)
         return spans
 
-    @staticmethod
     def _confirm_rule(
-        rule: CompiledRule, s: str, hits: list[tuple[int, Anchor | None]], spans: list[Span]
+        self,
+        rule: CompiledRule,
+        s: str,
+        hits: list[tuple[int, Anchor | None]],
+        spans: list[Span],
     ) -> None:
         starts: set[int] = set()
+        innocent: dict[int, int] = {}
+        """Assignment starts whose key the key-name rule finds innocent -> the key's end."""
+        assignment = rule.name == _ASSIGNMENT
+        memo = self._assignments
         for end, anchor in hits:
             assert anchor is not None
             if anchor.whole:
@@ -226,6 +279,20 @@ class FastPath:
             else:
                 lo = end - anchor.back
             lo = max(lo, 0)
+            if assignment:
+                a = max(0, hi - anchor.back - _ASSIGNMENT_LEFT)
+                context = s[a:hi]
+                found = memo.get(context)
+                if found is None:
+                    found = _assignment_starts(context, anchor)
+                    if len(memo) >= _MEMO_ENTRIES:
+                        memo.clear()
+                    memo[context] = found
+                for q, key_end in found:
+                    starts.add(a + q)
+                    if key_end >= 0:
+                        innocent[a + q] = a + key_end
+                continue
             if anchor.starts_lower is not None:
                 window = s[lo:hi]
                 if window.isascii():
@@ -239,9 +306,19 @@ class FastPath:
         validator = rule.validator
         secret = rule.secret
         last = 0
-        for p in sorted(starts):
+        ordered = sorted(starts)
+        n = len(s)
+        for i, p in enumerate(ordered):
             if p < last:
                 continue
+            key_end = innocent.get(p)
+            if key_end is not None:
+                # The validator rejects any match here; it would only make finditer skip the
+                # starts inside it, and it ends at the first white space other than blanks and
+                # tabs after its key: skipped when the next candidate lies beyond that.
+                nxt = ordered[i + 1] if i + 1 < len(ordered) else n
+                if nxt >= n or _HARD_SPACE.search(s, key_end, nxt) is not None:
+                    continue
             m = regex.match(s, p)
             if m is None:
                 continue

@@ -257,14 +257,26 @@ _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123
 _NOT_SECRETS = frozenset({"true", "false", "null", "none", "undefined", "nil", "required"})
 
 
-def _assignment_ok(text: str, m: re.Match[str]) -> bool:
-    # The regex starts at the keyword; extend the key to the left and judge it by the key rule.
-    start = m.start()
+@lru_cache(maxsize=8192)
+def sensitive_key(key: str) -> bool:
+    """The key-name rule finds ``key`` sensitive (cached: keys repeat, in code above all)."""
+    return KEY_RULE.search(normalise_key(key)) is not None
+
+
+def assignment_key_start(text: str, start: int) -> int:
+    """Where ``secret_assignment``'s validator starts the key whose keyword is at ``start``:
+    up to 40 key characters to the left."""
     lo = start
     while lo > 0 and start - lo < 40 and text[lo - 1] in _KEY_CHARS:
         lo -= 1
-    key = text[lo:start] + m.group("key")
-    if KEY_RULE.search(normalise_key(key)) is None:
+    return lo
+
+
+def _assignment_ok(text: str, m: re.Match[str]) -> bool:
+    # The regex starts at the keyword; extend the key to the left and judge it by the key rule.
+    start = m.start()
+    key = text[assignment_key_start(text, start) : start] + m.group("key")
+    if not sensitive_key(key):
         return False
     return m.group("secret").lower() not in _NOT_SECRETS
 
@@ -277,7 +289,7 @@ def _r(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(pattern, flags)
 
 
-_ASSIGNMENT_KEYWORDS: Final = (
+ASSIGNMENT_KEYWORDS: Final = (
     *("pass", "pwd", "secret", "token", "auth", "key", "cookie", "cred", "pin"),
     *("otp", "ssn", "cvv", "cvc"),
 )
@@ -290,12 +302,12 @@ _ASSIGNMENT_ANCHORS: Final = tuple(
     Anchor(
         hs_text(v) + r"[A-Za-z0-9_.\-]*[\"']?[ \t]*[:=]",
         back=46,
-        starts=re.compile("(?=(?i:" + "|".join(_ASSIGNMENT_KEYWORDS) + "))"),
-        starts_lower=re.compile("(?=(?:" + "|".join(_ASSIGNMENT_KEYWORDS) + "))"),
+        starts=re.compile("(?=(?i:" + "|".join(ASSIGNMENT_KEYWORDS) + "))"),
+        starts_lower=re.compile("(?=(?:" + "|".join(ASSIGNMENT_KEYWORDS) + "))"),
         skip=True,
         caseless=True,
     )
-    for k in _ASSIGNMENT_KEYWORDS
+    for k in ASSIGNMENT_KEYWORDS
     for v in spellings(k)
 )
 # ASCII digits here; a string with a non-ASCII digit runs the digit rules as a whole
@@ -471,7 +483,7 @@ VALUE_RULES: Final[tuple[ValueRule, ...]] = (
             r"[A-Za-z0-9_.-]{0,40})[\"']?[ \t]*[:=][ \t]*[\"']?"
             r"(?P<secret>(?:(?i:bearer|basic|token|bot)[ \t]+)?[^\s\"',;&)}\]]{3,})"
         ),
-        _ASSIGNMENT_KEYWORDS,
+        ASSIGNMENT_KEYWORDS,
         secret="secret",
         validator=_assignment_ok,
         requires=":=",

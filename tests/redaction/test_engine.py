@@ -97,11 +97,21 @@ SOUP = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=6), max_size=24).m
 # `<key> = <value>` in text, with the keys' Unicode look-alikes and long key parts
 ASSIGNMENT = st.tuples(
     st.sampled_from(
-        ["pass", "pa\u017fs", "to\u212aen", "p\u0130n", "\u017fecret", "SECRET", "api"]
+        [
+            *("pass", "pa\u017fs", "to\u212aen", "p\u0130n", "\u017fecret", "SECRET", "api"),
+            # keys the key-name rule finds innocent (the fast path skips their matches)
+            *("tokens", "max_tokens", "Tokens", "tokenS", "key", "sort_key", "author", "x" * 39),
+        ]
     ),
     st.sampled_from(["", "_key", "word", "_for_the_production_database_backup_2", "x" * 41]),
     st.sampled_from(["=", ": ", '" : ', "'='", "\t=\t", ":"]),
-    st.sampled_from(["hunter22", "Bearer abc123def456ghi789", "'q1w2e3'", "ab", "null", ""]),
+    st.sampled_from(
+        [
+            *("hunter22", "Bearer abc123def456ghi789", "'q1w2e3'", "ab", "null", ""),
+            # a match that runs on over the next assignment, or stops at a line's end
+            *("client.x(code=secret_key=s3cr3t)", "token\tpassword=hunter22", "v\npassword=x2"),
+        ]
+    ),
 ).map("".join)
 TRICKY = [
     "to\u212aen=hunter2222",
@@ -116,6 +126,9 @@ TRICKY = [
     "postgres://u:p@h/ and mysql+pymysql://root:s3cr3t@db:3306/x and ://a:b@",
     "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----BEGIN PUBLIC KEY-----",
     "sk-ant-api03-" + "a" * 30 + " sk-lf-12345678 sk-abc123def456ghi789jkl0",
+    "tokens = client.exchange(code=x, password=hunter22)\n    tokens=secret_key=abc123",
+    "max_tokens=5 tokens: password=hunter22\v token_count=3\u2028secret=abc123 tokens=",
+    "    " * 30 + "tokens = pass\n" + "key=" * 30 + "tokens=" + "secret=abc123",
 ]
 PLANTED = st.one_of(*(s.map(lambda t: t[0]) for s in SECRETS.values()))
 TEXT = st.one_of(
@@ -249,3 +262,24 @@ def test_non_ascii_digit_table_is_this_pythons() -> None:
     assert set(non_ascii_digits()) == {
         chr(c) for c in range(128, 0x110000) if digits.match(chr(c)) is not None
     }
+
+
+def test_assignment_anchors_share_one_window() -> None:
+    # the fast path remembers candidate starts by the text before an anchor's key end alone
+    rule = next(r for r in VALUE_RULES if r.name == "secret_assignment")
+    assert {(a.back, a.starts, a.starts_lower, a.skip) for a in rule.anchors} == {
+        (rule.anchors[0].back, rule.anchors[0].starts, rule.anchors[0].starts_lower, True)
+    }
+
+
+def test_innocent_assignments_in_code_are_skipped_alike() -> None:
+    fast, python = PAIRS["default"]
+    lines = [
+        "    tokens = client.exchange(code=request.args['code'], redirect_uri=CALLBACK_URL)",
+        "    max_tokens=512; key = 'a'",
+        "    password = hunter22",
+        "    tokens=secret_key=abc123",
+    ]
+    text = "\n".join(lines * 40)
+    assert fast.find(text) == python.find_python(text)
+    assert len(fast.find(text)) == 40
