@@ -520,3 +520,49 @@ def test_langfuse_destination_gets_the_label_as_the_name_it_will_show() -> None:
     assert attrs[A.TOOL_NAME] == "search"
     assert attrs[A.LANGFUSE_OBSERVATION_TYPE] == "tool"
     assert attrs[A.GEN_AI_OPERATION_NAME] == "execute_tool"
+
+
+def _two_calls(cap: Capture) -> None:
+    with (
+        session("conv-9", agent_id="coder", turn=2),
+        tool_call(
+            "delegate",
+            {"intent": "Asking the reviewer", "token": SECRET},
+            tracer=cap.tracer,
+            call_id="call_A",
+            label_bearing=True,
+        ),
+        tool_call(
+            "read_file",
+            {"intent": "Reading the diff", "path": "a.py"},
+            tracer=cap.tracer,
+            call_id="call_B",
+            label_bearing=True,
+        ) as inner,
+    ):
+        inner.set_outcome("Read the diff")
+
+
+def test_a_span_ended_before_its_start_is_handled_settles_as_a_live_one() -> None:
+    # the processor's thread often sees a short call's start after it ended: its settle then
+    # reuses the view read at start, and must give what a live call's settle gives
+    live = capture(options=IntentOptions(in_thread=False))
+    with live:
+        _two_calls(live)
+    late = capture()
+    with late:
+        with late.processor._lock:
+            _two_calls(late)  # (the thread waits: both spans end before it sees their starts)
+        late.processor.force_flush()
+    assert late.dicts() == live.dicts()
+
+    def timeless(cap: Capture) -> dict[str, dict[str, Any]]:
+        return {
+            k: {f: v for f, v in dict(a).items() if f not in ("start_ns", "end_ns")}
+            for k, a in cap.calls().items()
+        }
+
+    assert timeless(late) == timeless(live)
+    assert late.calls()["call_B"]["parent_call_id"] == late.calls()["call_A"]["tool_call_id"]
+    assert SECRET not in _dump(late)
+    assert late.processor.internal_errors() == []

@@ -91,6 +91,10 @@ class _Live:
     pending: Pending | None = None
     """The learned call this span was matched to by tool name and order (not by call id)."""
     claimed: bool = False
+    view: SpanView | None = None
+    """The span's final view, when it had ended before its start was handled (the usual case
+    for a short call in the processor's thread): its settle reads it again, not the span (an
+    ended span's name, attributes, events and status no longer change)."""
 
 
 class CallTracker:
@@ -145,6 +149,7 @@ class CallTracker:
         context = span.context
         if context is None:
             return
+        ended = span.end_time is not None  # (before the view is read: then it is final)
         attrs: Mapping[str, Any] = span.attributes or {}
         parent = span.parent
         inherited = self._scopes.get(parent.span_id) if parent is not None else None
@@ -211,6 +216,8 @@ class CallTracker:
             convention is not None and facts.call_id and facts.call_id == pending.call_id
         )
         live = _Live(span, facts, ctx, start, pending if by_name else None)
+        if ended:
+            live.view = view
         if len(self._live) >= _MAX_SCOPES:  # spans that never end: forget the oldest
             del self._live[next(iter(self._live))]
         self._live[context.span_id] = live
@@ -404,8 +411,11 @@ class CallTracker:
         convention: Convention | None,
     ) -> None:
         try:
-            view = span_view(span)
-            facts = convention.facts(view) if convention is not None else None
+            if live is not None and live.view is not None:
+                view, facts = live.view, live.facts  # (read at start, the span had ended)
+            else:
+                view = span_view(span)
+                facts = convention.facts(view) if convention is not None else None
             if facts is None and live is not None:
                 facts = live.facts
             if facts is None:
