@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from redaction import RedactionPolicy
 from tracing import attributes as A
-from tracing.derive._call import _ledger_args, derive_call  # pyright: ignore[reportPrivateUsage]
+from tracing.derive._call import _ledger_args, derive_call
 from tracing.derive._conventions import AttributeConvention, SpanView, intent_candidate
 from tracing.intent import IntentRegistry, read_intent
 from tracing.intent._args import MAX_WRAP_DEPTH, WRAPPER_KEYS, locate_intent, without_path

@@ -149,7 +149,7 @@ class turn:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any):
         if self._token is not None:
-            context_api.detach(self._token)  # type: ignore[arg-type]
+            context_api.detach(self._token)  # pyright: ignore[reportArgumentType]
             self._token = None
         if self.span is not None:
             if exc is not None:
