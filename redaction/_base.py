@@ -71,12 +71,29 @@ class CompiledRule:
 def run_rule(rule: CompiledRule, s: str, spans: list[Span]) -> None:
     """Every match of ``rule`` in ``s`` (no prefilter) appended to ``spans``."""
     validator = rule.validator
-    for m in rule.regex.finditer(s):
-        if validator is not None and not validator(s, m):
+    if validator is None:
+        for m in rule.regex.finditer(s):
+            a, b = m.span(rule.secret) if rule.secret is not None else m.span()
+            if a < b:
+                spans.append((a, b, rule.name))
+        return
+    # A match the validator rejects hides nothing: the search goes on from its next character,
+    # not from its end (`tokens=secret_key=abc123`: the innocent `tokens=` match must not
+    # swallow the assignment inside it).
+    search = rule.regex.search
+    pos = 0
+    n = len(s)
+    while pos <= n:
+        m = search(s, pos)
+        if m is None:
+            return
+        if not validator(s, m):
+            pos = m.start() + 1
             continue
         a, b = m.span(rule.secret) if rule.secret is not None else m.span()
         if a < b:
             spans.append((a, b, rule.name))
+        pos = max(m.end(), m.start() + 1)
 
 
 def finish(s: str, spans: list[Span], placeholders: re.Pattern[str]) -> list[Span]:

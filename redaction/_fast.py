@@ -75,8 +75,6 @@ _ASSIGNMENT_LEFT: Final = 40
 _MEMO_ENTRIES: Final = 4096
 _KEY_RUN: Final = re.compile(r"[A-Za-z0-9_.\-]*")
 """The key characters ``secret_assignment``'s key part takes after its keyword."""
-_HARD_SPACE: Final = re.compile(r"[^\S \t]")
-"""White space an assignment match cannot span (it allows only blanks and tabs)."""
 
 
 def _hides(s: Scrubber, x: Any) -> bool:
@@ -306,25 +304,19 @@ class FastPath:
         validator = rule.validator
         secret = rule.secret
         last = 0
-        ordered = sorted(starts)
-        n = len(s)
-        for i, p in enumerate(ordered):
+        for p in sorted(starts):
             if p < last:
                 continue
-            key_end = innocent.get(p)
-            if key_end is not None:
-                # The validator rejects any match here; it would only make finditer skip the
-                # starts inside it, and it ends at the first white space other than blanks and
-                # tabs after its key: skipped when the next candidate lies beyond that.
-                nxt = ordered[i + 1] if i + 1 < len(ordered) else n
-                if nxt >= n or _HARD_SPACE.search(s, key_end, nxt) is not None:
-                    continue
+            if p in innocent:
+                # The validator rejects any match here, and a rejected match hides nothing
+                # (the search goes on at the next start, as in the Python path).
+                continue
             m = regex.match(s, p)
             if m is None:
                 continue
-            last = m.end()
             if validator is not None and not validator(s, m):
                 continue
+            last = max(m.end(), p + 1)
             a, b = m.span(secret) if secret is not None else m.span()
             if a < b:
                 spans.append((a, b, rule.name))

@@ -40,6 +40,10 @@ def wrapped(draw: st.DrawFn) -> tuple[Any, Any]:
         how = draw(st.sampled_from([*WRAPPER_KEYS, "positional"]))
         extra = draw(flags)
         if how == "positional":  # the first positional argument is a mapping
+            if isinstance(with_it, list):  # a list of positional args is never itself one
+                with_it, without = {"args": with_it, **extra}, {"args": without, **extra}
+                budget -= 1
+                continue
             tail = draw(st.lists(leaf, max_size=2))
             with_it, without = [with_it, *tail], [without, *tail]
             budget -= 1

@@ -282,4 +282,24 @@ def test_innocent_assignments_in_code_are_skipped_alike() -> None:
     ]
     text = "\n".join(lines * 40)
     assert fast.find(text) == python.find_python(text)
-    assert len(fast.find(text)) == 40
+    # each copy: `password = hunter22`, and `secret_key=abc123` inside the innocent `tokens=` match
+    assert len(fast.find(text)) == 80
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "python"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "tokens=secret_key=abc123",
+        "key = password=hunter2hunter2",
+        "max_tokens=secret=abc123xyz",
+        "auth_mode: token=ghs_notreallyatoken99",
+        "pin=required password=hunter22",
+    ],
+)
+def test_a_rejected_match_never_hides_a_secret_inside_it(engine: str, text: str) -> None:
+    fast, python = PAIRS["default"]
+    scrubbed = (fast if engine == "hyperscan" else python).scrub_text(text)[0]
+    secret = text.rsplit("=", 1)[1]
+    assert secret not in scrubbed, scrubbed
+    assert "[redacted:" in scrubbed
