@@ -15,7 +15,11 @@ from pathlib import Path
 from tracing.ledger import LedgerOptions, open_ledger
 
 FAST = LedgerOptions(
-    retry_backoff_millis=5, max_retry_backoff_millis=40, retry_attempts=2, busy_timeout_millis=50
+    retry_backoff_millis=5,
+    max_retry_backoff_millis=40,
+    retry_attempts=2,
+    retry_window_seconds=0,
+    busy_timeout_millis=50,
 )
 
 

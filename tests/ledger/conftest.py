@@ -13,6 +13,7 @@ FAST = LedgerOptions(
     retry_backoff_millis=5,
     max_retry_backoff_millis=50,
     retry_attempts=3,
+    retry_window_seconds=0,
     busy_timeout_millis=100,
     connect_timeout_seconds=2,
     open_wait_seconds=5.0,

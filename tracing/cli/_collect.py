@@ -34,7 +34,7 @@ from tracing.collect._receiver import (
 )
 from tracing.environment_variables import INTENTRACE_COLLECT_TOKEN, INTENTRACE_REDACTION_POLICY
 from tracing.intent import IntentRegistry
-from tracing.ledger import Ledger, LedgerError, open_ledger
+from tracing.ledger import Ledger, LedgerError, LedgerOptions, open_ledger
 
 MAX_REPORTED: int = 5
 """Bad lines (and rejected spans) named in the report; all are counted."""
@@ -60,7 +60,9 @@ tool_option = click.option(
 @contextmanager
 def _writing(ledger_url: str | None) -> Generator[Ledger]:
     try:
-        ledger = open_ledger(ledger_url)
+        # A ledger that cannot be reached at start is an error here, not a background retry:
+        # the command would report success while every write is dropped.
+        ledger = open_ledger(ledger_url, options=LedgerOptions(open_requires_database=True))
     except LedgerError as exc:
         raise click.ClickException(str(exc)) from None
     try:
@@ -166,6 +168,8 @@ def collect(  # noqa: PLR0917 - click passes options as arguments
     if dropped:
         line += f", {dropped} ledger writes dropped"
     click.echo(line)
+    if dropped:
+        raise click.exceptions.Exit(1)  # (some calls are not in the ledger: not a success)
 
 
 def _serve_until_signal(receiver: CollectReceiver) -> None:
@@ -336,3 +340,5 @@ def import_(
         click.echo(", ".join(parts) + ":", err=True)
         for problem in report.problems:
             click.echo(f"  {problem}", err=True)
+    if dropped:
+        raise click.exceptions.Exit(1)  # (some calls are not in the ledger: not a success)

@@ -15,7 +15,8 @@ Responses follow the OTLP/HTTP specification, in the encoding of the request:
 411         no ``Content-Length``
 413         the body, or what it decompresses to, is larger than ``max_body_bytes``
 415         a content type other than protobuf/JSON, or an encoding other than gzip/deflate
-503         the ledger's write queue is backing up (``Retry-After``: the exporter retries)
+503         the ledger's write queue is backing up, or its database refuses writes for a reason
+            retrying cannot fix (``Retry-After``: the exporter retries)
 ==========  ====================================================================================
 
 The server is the standard library's ``ThreadingHTTPServer`` (HTTP/1.1, keep-alive): decoding
@@ -180,8 +181,9 @@ class _Handler(BaseHTTPRequestHandler):
         if len(body) != length:
             self.close_connection = True
             raise _Reply(400, _RPC_INVALID_ARGUMENT, "body shorter than its Content-Length")
-        if receiver.busy():
-            raise _Reply(503, _RPC_UNAVAILABLE, "the ledger is busy: retry", **{"Retry-After": "1"})
+        unwell = receiver.busy()
+        if unwell is not None:
+            raise _Reply(503, _RPC_UNAVAILABLE, unwell, **{"Retry-After": "1"})
         try:
             raw = decompress(
                 body, self.headers.get("Content-Encoding"), max_bytes=options.max_body_bytes
@@ -352,11 +354,19 @@ class CollectReceiver:
         with self._lock:
             return dict(self._counts)
 
-    def busy(self) -> bool:
-        limit = self.options.busy_queue_depth
-        if limit is None or self._ledger_stats is None:
-            return False
+    def busy(self) -> str | None:
+        """Why the ledger cannot take a request now (answered 503, ``Retry-After``); None: it
+        can. Its queue backing up, or its database failing for a reason retrying cannot fix
+        (the exporter keeps the spans and retries; an answer of 200 would lose them)."""
+        if self._ledger_stats is None:
+            return None
         try:
-            return int(self._ledger_stats().get("queue_depth", 0)) >= limit
+            stats = self._ledger_stats()
         except Exception:
-            return False
+            return None
+        if int(stats.get("failing_permanently", 0)):
+            return "the ledger's database refuses writes (see the collector's log): retry later"
+        limit = self.options.busy_queue_depth
+        if limit is not None and int(stats.get("queue_depth", 0)) >= limit:
+            return "the ledger is busy: retry"
+        return None

@@ -39,7 +39,24 @@ class LedgerOptions:
     busy_timeout_millis: int = 2_000
     """SQLite: how long a statement waits for another process's write lock before failing."""
     connect_timeout_seconds: int = 5
-    """PostgreSQL: connection timeout."""
+    """PostgreSQL: connection timeout (libpq ``connect_timeout``)."""
+    statement_timeout_millis: int = 30_000
+    """PostgreSQL: longest one statement may run (``statement_timeout``; 0: no limit). A
+    server that stops answering mid-batch fails the batch (retried) instead of stalling it."""
+    keepalive_idle_seconds: int = 10
+    """PostgreSQL: TCP keepalives on the writer's connection (``keepalives_idle``; probes
+    every ``keepalive_idle_seconds // 2`` s, 3 of them): a half-open or black-holed connection
+    errors within about twice this long. libpq's ``tcp_user_timeout`` is set likewise."""
+    retry_window_seconds: float = 60.0
+    """How long a batch that fails for a transient reason (the database unreachable, locked,
+    full) is retried before it is dropped (counted, logged). Writes queued meanwhile wait in
+    the queue (``max_queue_size``): an outage shorter than this loses nothing that fits."""
+    open_requires_database: bool = False
+    """``True``: ``open_ledger`` raises ``LedgerError`` when its first try at connecting fails
+    for any reason, unreachable included (``intentrace import`` and ``collect``). ``False``
+    (the default, for apps): only failures that retrying cannot fix raise (authentication, a
+    missing database or role, a bad connection parameter, a file that is not a ledger, a
+    newer schema); an unreachable database is retried in the background."""
     reap_after_seconds: float | None = 3_600.0
     """On open, live anchors not written for this long are settled as ``abandoned``.
 
@@ -154,8 +171,13 @@ def parse_ledger_url(url: str | None) -> LedgerURL:
         return LedgerURL("sqlite", "sqlite:///" + str(path), path=path)
     scheme = scheme.lower()
     if scheme in ("sqlite", "sqlite3"):
-        if rest in ("", "/", "/:memory:"):
+        if rest == "/:memory:":
             return LedgerURL("sqlite", "sqlite:///:memory:")
+        if rest in ("", "/"):
+            raise LedgerError(
+                f"bad ledger URL {text!r}: no database file after sqlite:/// "
+                "(write sqlite:///path.db, or sqlite:///:memory: for a ledger in memory)"
+            )
         if not rest.startswith("/"):
             raise LedgerError(
                 f"bad ledger URL {text!r}: write sqlite:///relative.db or sqlite:////absolute.db"

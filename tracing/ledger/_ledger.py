@@ -137,16 +137,24 @@ class Ledger:
         self._wake = writer.wake
         self._wake_at = max(1, min(options.max_batch_size, self._max_queue // 2))
         writer.start()
-        writer.first_attempt.wait(options.open_wait_seconds)
+        answered = writer.first_attempt.wait(options.open_wait_seconds)
         error = writer.init_error
-        if (
-            error is not None
-            and not self._store.is_transient(error)
-            and not isinstance(error, OSError)
+        if error is not None and (
+            options.open_requires_database
+            or self._store.is_permanent(error)
+            or (not self._store.is_transient(error) and not isinstance(error, OSError))
         ):
-            self.close()
+            writer.abort.set()
+            self.close(0.5)
             raise LedgerError(
                 f"cannot open the ledger {self._store.describe()}: {_one_line(error)}"
+            )
+        if not answered and options.open_requires_database:
+            writer.abort.set()
+            self.close(0.5)
+            raise LedgerError(
+                f"cannot open the ledger {self._store.describe()}: no answer within "
+                f"{options.open_wait_seconds:g} s"
             )
         _OPEN.add(self)
 
@@ -291,13 +299,18 @@ class Ledger:
 
     def stats(self) -> dict[str, int]:
         """Counters: enqueued, written, dropped, retries, errors (the database's failures),
-        internal_errors (our bugs, ``tracing.diagnostics``), queue_depth, reaped, invalid."""
+        internal_errors (our bugs, ``tracing.diagnostics``), queue_depth, reaped, invalid,
+        files_lost (the SQLite file deleted or replaced under the writer, docs/ledger.md), and
+        two flags: failing (1 while the last try at writing failed) and failing_permanently
+        (1 while it failed for a reason retrying cannot fix: ``intentrace collect`` answers
+        503 then)."""
         w = self._writer
         depth = self._queue.qsize() if self._queue is not None else 0
         if w is None:
             return {
                 "enqueued": 0, "written": 0, "dropped": self._dropped, "retries": 0,
                 "errors": 0, "internal_errors": 0, "queue_depth": 0, "reaped": 0, "invalid": 0,
+                "files_lost": 0, "failing": 0, "failing_permanently": 0,
             }  # fmt: skip
         return {
             "enqueued": w.taken + depth,
@@ -309,6 +322,9 @@ class Ledger:
             "queue_depth": depth,
             "reaped": w.reaped,
             "invalid": w.invalid,
+            "files_lost": w.files_lost,
+            "failing": int(w.failing),
+            "failing_permanently": int(w.permanent is not None),
         }
 
     def recent_errors(self) -> list[str]:

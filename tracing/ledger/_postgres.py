@@ -15,7 +15,7 @@ from typing import Any
 from tracing.anchor import ANCHOR_COLUMNS, COLUMN_TYPES
 from tracing.ledger._config import LedgerError, LedgerOptions
 from tracing.ledger._plan import SessionDelta, Update, loaded_row
-from tracing.ledger._store import LIVE_SQL, LOOKUP_COLUMNS, Store
+from tracing.ledger._store import LIVE_SQL, LOOKUP_COLUMNS, RefusedError, Store
 
 _PG_TYPES = {"text": "text", "integer": "bigint", "real": "double precision"}
 _UPD_TABLE = "intentrace_upd"
@@ -43,6 +43,23 @@ _ALLOCATE_SQL = (
     "first_ns = LEAST(s.first_ns, excluded.first_ns), "
     "last_ns = GREATEST(s.last_ns, excluded.last_ns) "
     "RETURNING session_id, next_seq"
+)
+_PERMANENT_SQLSTATES = frozenset({"28000", "28P01", "3D000", "42501"})
+"""Authentication failed, bad password, no such database, no privilege to connect."""
+_PERMANENT_MESSAGES = (
+    "password authentication failed",
+    "authentication failed",
+    "does not exist",  # (a role or a database)
+    "no pg_hba.conf entry",
+    "invalid sslmode",
+    "invalid connection option",
+    "invalid integer value",
+    "server does not support ssl",
+    "ssl is not enabled on the server",
+    "password is required",
+    "no password supplied",
+    "permission denied for database",
+    "is not permitted to log in",
 )
 _MIGRATION_LOCK = 0x1E7E_4ACE  # pg_advisory_xact_lock key: one migrator at a time
 
@@ -90,18 +107,47 @@ class PostgresStore(Store):
             exc, pg.DataError | pg.IntegrityError | pg.ProgrammingError | pg.NotSupportedError
         ) or isinstance(exc, pg.errors.InsufficientPrivilege)
 
+    def is_permanent(self, exc: BaseException) -> bool:
+        if isinstance(exc, RefusedError):
+            return True
+        pg = self.psycopg
+        if isinstance(exc, pg.ProgrammingError) and not isinstance(exc, pg.errors.UndefinedTable):
+            return True  # (an invalid connection string or parameter: sslmode=bogus)
+        if isinstance(exc, pg.OperationalError):
+            sqlstate = getattr(exc, "sqlstate", None)
+            if sqlstate in _PERMANENT_SQLSTATES:
+                return True
+            text = str(exc).lower()
+            return any(marker in text for marker in _PERMANENT_MESSAGES)
+        return False
+
     def connect(self, *, role: str) -> Any:
+        # lazy: psycopg is the optional `postgres` extra
+        from psycopg.conninfo import conninfo_to_dict
+
+        opts = self.options
+        given = str(conninfo_to_dict(self.dsn).get("options") or "")
+        settings = [given]
+        if opts.statement_timeout_millis > 0:
+            settings.append(f"-c statement_timeout={int(opts.statement_timeout_millis)}")
+        if role == "reader_ro":
+            settings.append("-c default_transaction_read_only=on")
+        idle = max(1, int(opts.keepalive_idle_seconds))
         kwargs: dict[str, Any] = {
             "autocommit": True,
-            "connect_timeout": max(1, self.options.connect_timeout_seconds),
+            "connect_timeout": max(1, opts.connect_timeout_seconds),
             "application_name": f"intentrace-ledger-{role}",
+            # A half-open or black-holed connection errors instead of stalling the writer:
+            # keepalive probes on an idle socket, tcp_user_timeout on unacknowledged data.
+            "keepalives": 1,
+            "keepalives_idle": idle,
+            "keepalives_interval": max(1, idle // 2),
+            "keepalives_count": 3,
+            "tcp_user_timeout": idle * 2 * 1000,
         }
-        if role == "reader_ro":
-            # lazy: psycopg is the optional `postgres` extra
-            from psycopg.conninfo import conninfo_to_dict
-
-            given = str(conninfo_to_dict(self.dsn).get("options") or "")
-            kwargs["options"] = f"{given} -c default_transaction_read_only=on".strip()
+        options = " ".join(p for p in settings if p).strip()
+        if options:
+            kwargs["options"] = options
         return self.psycopg.connect(self.dsn, **kwargs)
 
     def has_schema(self, conn: Any) -> bool:

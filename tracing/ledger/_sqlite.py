@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Generator, Iterator, Mapping, Sequence
@@ -17,7 +18,7 @@ from tracing.anchor import ANCHOR_COLUMNS
 from tracing.ledger._config import LedgerOptions
 from tracing.ledger._files import create_private
 from tracing.ledger._plan import SessionDelta, Update, loaded_row
-from tracing.ledger._store import LIVE_SQL, LOOKUP_COLUMNS, Store
+from tracing.ledger._store import LIVE_SQL, LOOKUP_COLUMNS, RefusedError, Store
 
 _CHUNK = 900
 _ROW_MARKS = f"({', '.join('?' for _ in ANCHOR_COLUMNS)})"
@@ -89,6 +90,8 @@ class SQLiteStore(Store):
         self.options = options
         self._memory: sqlite3.Connection | None = None
         self.memory_lock = threading.RLock()
+        self._identity: tuple[int, int] | None = None
+        """(st_dev, st_ino) of the file the writer connection opened (``check_file``)."""
 
     @property
     def shared(self) -> bool:
@@ -102,6 +105,39 @@ class SQLiteStore(Store):
 
     def is_transient(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.OperationalError)
+
+    def is_permanent(self, exc: BaseException) -> bool:
+        # (a file that is not a database: "file is not a database" is a DatabaseError)
+        return isinstance(exc, RefusedError) or (
+            isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError)
+        )
+
+    def check_file(self) -> str | None:
+        if self.path is None or self._identity is None:
+            return None
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return f"the ledger file {self.path} was deleted under the writer"
+        except OSError:
+            return None  # (cannot tell: the write itself will say)
+        if (st.st_dev, st.st_ino) != self._identity:
+            return f"the ledger file {self.path} was replaced under the writer"
+        return None
+
+    def refuse_foreign(self, conn: Any) -> None:
+        names = {
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        }
+        if names and not names & {"anchors", "schema_migrations"}:
+            shown = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
+            raise RefusedError(
+                f"{self.path} is another application's SQLite database (tables {shown}), not "
+                "an intentrace ledger: give the ledger a file of its own"
+            )
 
     def connect(self, *, role: str) -> sqlite3.Connection:
         timeout = self.options.busy_timeout_millis / 1000
@@ -118,6 +154,11 @@ class SQLiteStore(Store):
             )
             conn.execute("PRAGMA query_only = 1")
             return conn
+        if self.path.is_dir():
+            raise RefusedError(
+                f"{self.path} is a directory: give the ledger a file path "
+                f"(sqlite:///{self.path / 'ledger.db'})"
+            )
         if role == "writer":
             create_private(self.path)  # (0600: the ledger holds model- and tool-written text)
         conn = sqlite3.connect(
@@ -131,6 +172,8 @@ class SQLiteStore(Store):
                     conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute(f"PRAGMA cache_size = -{max(1, self.options.sqlite_cache_mib) * 1024}")
                 conn.execute("PRAGMA temp_store = MEMORY")
+                st = os.stat(self.path)
+                self._identity = (st.st_dev, st.st_ino)
         except BaseException:
             conn.close()
             raise

@@ -124,6 +124,11 @@ def migrations(dialect: str) -> list[tuple[str, list[str]]]:
 LOOKUP_COLUMNS: Final = ", ".join(LOADED_COLUMNS) + ", args IS NULL, result IS NULL"
 
 
+class RefusedError(Exception):
+    """The database is not one this release may write: another app's, a newer schema's, a
+    directory. Permanent: retrying cannot fix it (the message says what to do)."""
+
+
 class Store(ABC):
     """One database: connections, migrations, the batch write primitives, and reads."""
 
@@ -134,6 +139,17 @@ class Store(ABC):
     @abstractmethod
     def is_transient(self, exc: BaseException) -> bool:
         """Errors worth retrying (locked, read-only, full, unreachable): not the data's fault."""
+
+    def is_permanent(self, exc: BaseException) -> bool:
+        """Failures to connect or migrate that retrying cannot fix: the configuration's
+        (authentication, a missing database or role, a bad parameter, not a ledger, a newer
+        schema). ``open_ledger`` raises them; the writer drops a batch that meets one at once."""
+        return isinstance(exc, RefusedError)
+
+    def check_file(self) -> str | None:
+        """What is wrong with the database under an open writer connection (a SQLite file
+        deleted or replaced); None: nothing known."""
+        return None
 
     # --- connections -----------------------------------------------------------------------
     @abstractmethod
@@ -165,18 +181,31 @@ class Store(ABC):
         """The transaction migrations run in (PostgreSQL adds a lock: one migrator at a time)."""
         return self.transaction(conn)
 
+    def refuse_foreign(self, conn: Any) -> None:
+        """Raise ``RefusedError`` when the database holds another app's data (inside the
+        migration transaction). SQLite: a file with tables but no ledger's."""
+        del conn
+
     def migrate(self, conn: Any) -> list[str]:
         """Apply pending migrations; returns the names applied."""
         types = _TYPES[self.dialect]
         applied: list[str] = []
         with self.migration_transaction(conn):
+            self.refuse_foreign(conn)
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations "
                 f"(name {types['text']} NOT NULL PRIMARY KEY, "
                 f"applied_ns {types['integer']} NOT NULL)"
             )
             done = {r[0] for r in conn.execute("SELECT name FROM schema_migrations")}
-            for name, statements in migrations(self.dialect):
+            known = migrations(self.dialect)
+            newer = sorted(done - {name for name, _ in known})
+            if newer:
+                raise RefusedError(
+                    f"{self.describe()} has a newer ledger schema ({', '.join(newer)}) than "
+                    "this intentrace knows: upgrade intentrace to write it"
+                )
+            for name, statements in known:
                 if name in done:
                     continue
                 for statement in statements:

@@ -60,6 +60,10 @@ _RECENT_IDS = 50_000
 Item = Mapping[str, Any] | Activity | TurnFloor | Dropped
 
 
+class _FileLostError(Exception):
+    """The SQLite file was deleted or replaced while a batch was written to it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Flush:
     """Queue marker: set ``done`` once everything queued before it is written or dropped."""
@@ -141,6 +145,12 @@ class Writer:
         self.errors = 0
         self.invalid = 0
         self.reaped = 0
+        self.files_lost = 0
+        """Times the SQLite file was found deleted or replaced under the writer."""
+        self.permanent: str | None = None
+        """While set: the last try at connecting failed for a reason retrying cannot fix."""
+        self._failing_since: float | None = None
+        """``time.monotonic()`` of the first failure since the last batch written."""
         self.ahead = 0
         """Batches written as the preparer planned and numbered them."""
         self.replanned = 0
@@ -245,6 +255,9 @@ class Writer:
             self.init_error = exc
             self.errors += 1
             self._error("open", exc)
+            self._failing_since = time.monotonic()
+            if self.store.is_permanent(exc):
+                self.permanent = self.recent_errors[-1]
             self._drop_conn()
         finally:
             self.first_attempt.set()
@@ -428,22 +441,31 @@ class Writer:
     def _apply_with_retry(
         self, items: Sequence[Item], *, careful: bool = False, prepared: Prepared | None = None
     ) -> None:
+        """Apply ``items``; a transient failure is retried with backoff, a batch dropped only
+        once it failed ``retry_attempts`` times and the ledger has been failing for
+        ``retry_window_seconds``. A permanent one (``Store.is_permanent``) drops it at once."""
         delay = self.options.retry_backoff_millis / 1000
         attempt = 0
         while True:
             invalid = 0
             failure: Exception | None = None
             transient = True
+            permanent = False
             try:
+                self._check_file()
                 self._ensure_conn()
-            except Exception as exc:  # cannot connect: always the database's fault
+            except Exception as exc:  # cannot connect: the database's fault (or the config's)
                 failure = exc
+                permanent = self.store.is_permanent(exc)
             else:
                 try:
                     invalid = self._apply(items, careful=careful, prepared=prepared)
+                    lost = self.store.check_file()
+                    if lost is not None:
+                        raise _FileLostError(lost)  # (the batch went to an unlinked file)
                 except Exception as exc:
                     failure = exc
-                    transient = self.store.is_transient(exc)
+                    transient = isinstance(exc, _FileLostError) or self.store.is_transient(exc)
             if failure is not None:
                 exc = failure
                 if not transient and not careful:
@@ -454,9 +476,23 @@ class Writer:
                     self._error("data", exc)
                     self._bisect(items)
                     return
-                self._error("write", exc)
+                if isinstance(exc, _FileLostError):
+                    self._file_lost(str(exc))
+                    careful = True
+                else:
+                    self._error("write", exc)
                 self._drop_conn()
-                if attempt >= self.options.retry_attempts or self.abort.is_set():
+                if self._failing_since is None:
+                    self._failing_since = time.monotonic()
+                if permanent:
+                    self.permanent = self.recent_errors[-1]
+                    self._drop(len(items), "the database refused the connection (permanent)")
+                    return
+                failing_s = time.monotonic() - self._failing_since
+                if (
+                    attempt >= self.options.retry_attempts
+                    and failing_s >= self.options.retry_window_seconds
+                ) or self.abort.is_set():
                     self._drop(len(items), "the database kept failing")
                     return
                 attempt += 1
@@ -467,6 +503,8 @@ class Writer:
                 delay = min(delay * 2, self.options.max_retry_backoff_millis / 1000)
                 continue
             self.written += len(items) - invalid - self._uncounted
+            self.permanent = None
+            self._failing_since = None
             if invalid:
                 self.invalid += invalid
                 self._drop(invalid, "invalid writes (need tool_call_id, tool_name, a status)")
@@ -474,6 +512,34 @@ class Writer:
                 self._failing = False
                 logger.info("intentrace ledger: writes to %s resumed", self.store.describe())
             return
+
+    @property
+    def failing(self) -> bool:
+        """Whether the last try at writing (or connecting) failed."""
+        return self._failing_since is not None or self.permanent is not None
+
+    def _check_file(self) -> None:
+        """Before a batch: a SQLite file deleted or replaced since the writer opened it is
+        logged, counted (``stats()['files_lost']``) and opened anew (created again)."""
+        if self._conn is None:
+            return
+        lost = self.store.check_file()
+        if lost is not None:
+            self._file_lost(lost)
+
+    def _file_lost(self, why: str) -> None:
+        self.files_lost += 1
+        self.recent_errors.append(f"file: {why}")
+        logger.error(
+            "intentrace ledger: %s: what it held is gone; writing to a new file at the same "
+            "path (counted in stats()['files_lost'])",
+            why,
+        )
+        self._drop_conn(force=True)
+        self._last = {}
+        with self._numbered:
+            self._counters.clear()
+            self._next_version = 0
 
     def _bisect(self, items: Sequence[Item]) -> None:
         if len(items) == 1 or self._bisect_budget <= 0:
@@ -709,10 +775,12 @@ class Writer:
             logger.debug("intentrace ledger %s error: %s", kind, text)
             return
         self._warned.add(key)
+        retried = kind != "data" and not self.store.is_permanent(exc)
         logger.log(
             level,
-            "intentrace ledger %s error on %s: %s (retrying with backoff)",
+            "intentrace ledger %s error on %s: %s (%s)",
             kind,
             self.store.describe(),
             text,
+            "retrying with backoff" if retried else "not retried",
         )
