@@ -13,7 +13,7 @@ from collections.abc import Iterator
 class TcpProxy:
     """Forwards 127.0.0.1:<port> to ``target``. ``pause()`` stops forwarding without closing
     anything (a black-holed, half-open path); ``cut()`` closes every connection (a reset);
-    ``refuse()`` closes the listener (connection refused) until ``accept()``."""
+    ``down()`` resets every connection, new ones too, until ``up()``."""
 
     def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
@@ -39,8 +39,13 @@ class TcpProxy:
             except TimeoutError:
                 continue
             except OSError:
-                if self._stop.is_set() or self._refusing:
+                if self._stop.is_set():
                     return
+                continue
+            if self._refusing:  # (down: what a restarting server's port does)
+                with contextlib.suppress(OSError):
+                    client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                client.close()
                 continue
             try:
                 upstream = socket.create_connection(self.target, timeout=5)
@@ -71,6 +76,14 @@ class TcpProxy:
         for s in (src, dst):
             with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
+
+    def down(self) -> None:
+        """Reset every connection and every new one until ``up()`` (a server restarting)."""
+        self._refusing = True
+        self.cut()
+
+    def up(self) -> None:
+        self._refusing = False
 
     def pause(self) -> None:
         self._running.clear()

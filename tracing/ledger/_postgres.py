@@ -7,9 +7,11 @@ the changed ones into a temporary table and apply them with one ``UPDATE ... FRO
 
 from __future__ import annotations
 
+import os
+import socket
 import weakref
 from collections.abc import Generator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from tracing.anchor import ANCHOR_COLUMNS, COLUMN_TYPES
@@ -120,6 +122,24 @@ class PostgresStore(Store):
             text = str(exc).lower()
             return any(marker in text for marker in _PERMANENT_MESSAGES)
         return False
+
+    def stall_limit_seconds(self) -> float | None:
+        statement = self.options.statement_timeout_millis / 1000
+        if statement <= 0:
+            return None
+        # A batch is a handful of statements, each bounded by the server's statement_timeout:
+        # twice that (and a connect) without an answer is a connection that went silent.
+        return 2 * statement + max(1, self.options.connect_timeout_seconds)
+
+    def interrupt(self, conn: Any) -> None:
+        try:
+            fd = conn.pgconn.socket
+            sock = socket.socket(fileno=os.dup(fd))
+        except Exception:
+            return  # (closed meanwhile)
+        with suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)  # the blocked call sees the connection end
+        sock.close()
 
     def connect(self, *, role: str) -> Any:
         # lazy: psycopg is the optional `postgres` extra

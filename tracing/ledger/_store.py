@@ -146,6 +146,15 @@ class Store(ABC):
         schema). ``open_ledger`` raises them; the writer drops a batch that meets one at once."""
         return isinstance(exc, RefusedError)
 
+    def stall_limit_seconds(self) -> float | None:
+        """How long one batch's database work may take before the writer's connection is cut
+        (None: never; the database's own timeouts bound it)."""
+        return None
+
+    def interrupt(self, conn: Any) -> None:
+        """Make a call blocked on ``conn`` fail now (from another thread)."""
+        del conn
+
     def check_file(self) -> str | None:
         """What is wrong with the database under an open writer connection (a SQLite file
         deleted or replaced); None: nothing known."""

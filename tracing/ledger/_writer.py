@@ -145,6 +145,10 @@ class Writer:
         self.errors = 0
         self.invalid = 0
         self.reaped = 0
+        self.stalls = 0
+        """Database calls cut by the watchdog (a connection that went silent: half-open)."""
+        self._busy_since: float | None = None
+        """``time.monotonic()`` when the current batch's database work began (the watchdog's)."""
         self.files_lost = 0
         """Times the SQLite file was found deleted or replaced under the writer."""
         self.permanent: str | None = None
@@ -218,6 +222,31 @@ class Writer:
     def start(self) -> None:
         self.preparer.start()
         self.thread.start()
+        if self.store.stall_limit_seconds() is not None:
+            threading.Thread(
+                target=self._watch, name="intentrace-ledger-watchdog", daemon=True
+            ).start()
+
+    def _watch(self) -> None:
+        """Cut the writer's connection when one batch's database work outlasts the store's
+        stall limit: a peer that keeps the socket open and answers nothing (half-open, a
+        black hole that acknowledges) would hold the writer forever; cut, it errors and the
+        batch is retried like any transient failure."""
+        limit = self.store.stall_limit_seconds()
+        assert limit is not None
+        while self.thread.is_alive():
+            if self.abort.wait(min(0.25, limit / 4)):
+                return
+            since, conn = self._busy_since, self._conn
+            if since is not None and conn is not None and time.monotonic() - since > limit:
+                self._busy_since = None
+                self.stalls += 1
+                logger.warning(
+                    "intentrace ledger: no answer from %s for %.1f s: connection cut, retrying",
+                    self.store.describe(),
+                    limit,
+                )
+                self.store.interrupt(conn)
 
     def _run(self) -> None:
         current: Prepared | None = None
@@ -459,7 +488,11 @@ class Writer:
                 permanent = self.store.is_permanent(exc)
             else:
                 try:
-                    invalid = self._apply(items, careful=careful, prepared=prepared)
+                    self._busy_since = time.monotonic()
+                    try:
+                        invalid = self._apply(items, careful=careful, prepared=prepared)
+                    finally:
+                        self._busy_since = None
                     lost = self.store.check_file()
                     if lost is not None:
                         raise _FileLostError(lost)  # (the batch went to an unlinked file)
