@@ -26,9 +26,12 @@ It binds 127.0.0.1 unless told otherwise; nothing a client sends can stop it.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import logging
+import socket
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final, cast
@@ -80,7 +83,20 @@ class CollectOptions:
     busy_queue_depth: int | None = DEFAULT_BUSY_QUEUE_DEPTH
     """Answer 503 (retry later) while the ledger has this many writes queued; None: never."""
     timeout_s: float = 30.0
-    """A client that stops sending mid-request is dropped after this long."""
+    """Whole-request deadline: a connection whose request (from the first byte the receiver
+    waits for, keep-alive idle time included) is not read and answered within this long is
+    cut, however slowly it trickles bytes (slowloris)."""
+    backlog: int = 1024
+    """Connections the kernel queues before ``accept`` (the standard library's is 5)."""
+    max_connections: int = 1024
+    """Connections served at once (one thread each); more are closed at once (counted)."""
+    max_concurrent: int = 8
+    """Requests decoded and written at once (the rest wait their turn within ``timeout_s``)."""
+    max_memory_bytes: int = 256 * 1024 * 1024
+    """Budget for the bodies held at once, read and inflated: a request reserves its
+    ``Content-Length`` (and, compressed, ``max_body_bytes`` for inflation) before its body is
+    read; one that cannot within a second is answered 503 with ``Retry-After`` (its body read
+    and discarded, never held)."""
 
 
 class _Reply(Exception):
@@ -108,7 +124,19 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.connection.settimeout(self.receiver.options.timeout_s)
+        receiver = self.receiver
+        self.connection.settimeout(receiver.options.timeout_s)
+        receiver.watch(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.receiver.unwatch(self.connection)
+
+    def end_headers(self) -> None:
+        super().end_headers()
+        self.receiver.watch(self.connection)  # (answered: the next request's deadline starts)
 
     def do_POST(self) -> None:
         receiver = self.receiver
@@ -177,24 +205,39 @@ class _Handler(BaseHTTPRequestHandler):
                 _RPC_RESOURCE_EXHAUSTED,
                 f"body of {length} bytes exceeds the limit of {options.max_body_bytes}",
             )
-        body = self.rfile.read(length)
-        if len(body) != length:
-            self.close_connection = True
-            raise _Reply(400, _RPC_INVALID_ARGUMENT, "body shorter than its Content-Length")
         unwell = receiver.busy()
         if unwell is not None:
+            self._discard(length)
             raise _Reply(503, _RPC_UNAVAILABLE, unwell, **{"Retry-After": "1"})
-        try:
-            raw = decompress(
-                body, self.headers.get("Content-Encoding"), max_bytes=options.max_body_bytes
+        content_encoding = self.headers.get("Content-Encoding")
+        compressed = (content_encoding or "identity").strip().lower() != "identity"
+        cost = length + (options.max_body_bytes if compressed else 0)
+        if not receiver.reserve(cost):
+            self._discard(length)
+            raise _Reply(
+                503,
+                _RPC_UNAVAILABLE,
+                "the receiver's memory budget is in use: retry",
+                **{"Retry-After": "1"},
             )
-            batch = decode(raw, encoding)
-        except BodyTooLargeError as exc:
-            raise _Reply(413, _RPC_RESOURCE_EXHAUSTED, str(exc)) from None
-        except OtlpDecodeError as exc:
-            unsupported = str(exc).startswith("unsupported Content-Encoding")
-            raise _Reply(415 if unsupported else 400, _RPC_INVALID_ARGUMENT, str(exc)) from None
-        result = receiver.feed.ingest(batch.spans)
+        try:
+            body = self._read_body(length)
+            with receiver.turn():
+                try:
+                    raw = decompress(body, content_encoding, max_bytes=options.max_body_bytes)
+                    del body
+                    batch = decode(raw, encoding)
+                    del raw
+                except BodyTooLargeError as exc:
+                    raise _Reply(413, _RPC_RESOURCE_EXHAUSTED, str(exc)) from None
+                except OtlpDecodeError as exc:
+                    unsupported = str(exc).startswith("unsupported Content-Encoding")
+                    raise _Reply(
+                        415 if unsupported else 400, _RPC_INVALID_ARGUMENT, str(exc)
+                    ) from None
+                result = receiver.feed.ingest(batch.spans)
+        finally:
+            receiver.release(cost)
         rejected = batch.rejected + result.rejected
         receiver.count("requests")
         receiver.count("spans", len(batch.spans) + batch.rejected)
@@ -208,6 +251,32 @@ class _Handler(BaseHTTPRequestHandler):
                 reasons
             )
         self._send(200, response, encoding, {})
+
+    def _read_body(self, length: int) -> bytes:
+        """The body, or 400 when the client sends less than its ``Content-Length`` (it ended,
+        or the request's deadline passed): the client's fault, never a 5xx."""
+        try:
+            body = self.rfile.read(length)
+        except (TimeoutError, OSError):
+            body = b""
+        if len(body) != length:
+            self.close_connection = True
+            raise _Reply(400, _RPC_INVALID_ARGUMENT, "body shorter than its Content-Length")
+        return body
+
+    def _discard(self, length: int) -> None:
+        """Read and drop ``length`` bytes (the connection stays usable; nothing is held)."""
+        left = length
+        try:
+            while left > 0:
+                chunk = self.rfile.read(min(left, 65536))
+                if not chunk:
+                    break
+                left -= len(chunk)
+        except (TimeoutError, OSError):
+            pass
+        if left:
+            self.close_connection = True
 
     # ------------------------------------------------------------------------------ replies
     def _send_status(
@@ -250,10 +319,30 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    block_on_close = False
 
     def __init__(self, address: tuple[str, int], receiver: CollectReceiver) -> None:
         self.receiver = receiver
+        self.request_queue_size = max(1, receiver.options.backlog)  # (listen's backlog)
+        self._slots = threading.BoundedSemaphore(max(1, receiver.options.max_connections))
         super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.receiver.count("connections_refused")
+            self.shutdown_request(request)  # over max_connections: closed at once
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         self.receiver.count("connection_errors")  # a client gone mid-request: not our failure
@@ -284,7 +373,15 @@ class CollectReceiver:
         self._lock = threading.Lock()
         self._counts: dict[str, int] = {}
         self._errors = ErrorLog("receiver", logger)
+        self._budget = threading.Condition()
+        self._reserved = 0
+        self._turns = threading.BoundedSemaphore(max(1, self.options.max_concurrent))
+        self._deadlines: dict[Any, float] = {}
+        self._reaper_stop = threading.Event()
         self._server = _Server((self.options.host, self.options.port), self)
+        threading.Thread(
+            target=self._reap, name="intentrace-collect-deadlines", daemon=True
+        ).start()
         self._thread: threading.Thread | None = None
         self._running = False
 
@@ -309,6 +406,7 @@ class CollectReceiver:
 
     def stop(self) -> None:
         """Stop accepting requests and close the socket. Idempotent."""
+        self._reaper_stop.set()
         if self._running:
             self._running = False
             self._server.shutdown()
@@ -345,12 +443,54 @@ class CollectReceiver:
         with self._lock:
             self._counts[key] = self._counts.get(key, 0) + n
 
+    # ------------------------------------------------------------------------------ limits
+    def reserve(self, n: int, wait_s: float = 1.0) -> bool:
+        """Take ``n`` bytes of the memory budget (waiting up to ``wait_s``); False: full."""
+        budget = self.options.max_memory_bytes
+        with self._budget:
+            if not self._budget.wait_for(lambda: self._reserved + n <= budget, wait_s):
+                return False
+            self._reserved += n
+            peak = self._counts.get("peak_reserved_bytes", 0)
+            if self._reserved > peak:
+                self._counts["peak_reserved_bytes"] = self._reserved
+            return True
+
+    def release(self, n: int) -> None:
+        with self._budget:
+            self._reserved -= n
+            self._budget.notify_all()
+
+    def turn(self) -> threading.BoundedSemaphore:
+        """Held while a request is decoded and written (``max_concurrent`` at once)."""
+        return self._turns
+
+    def watch(self, conn: Any) -> None:
+        """(Re)start ``conn``'s whole-request deadline."""
+        self._deadlines[conn] = time.monotonic() + self.options.timeout_s
+
+    def unwatch(self, conn: Any) -> None:
+        self._deadlines.pop(conn, None)
+
+    def _reap(self) -> None:
+        """Cut connections past their deadline (a slow client holds no thread for long)."""
+        step = min(0.5, max(0.05, self.options.timeout_s / 10))
+        while not self._reaper_stop.wait(step):
+            now = time.monotonic()
+            for conn, deadline in list(self._deadlines.items()):
+                if deadline < now and self._deadlines.pop(conn, None) is not None:
+                    self.count("deadline_cut")
+                    with contextlib.suppress(OSError):
+                        conn.shutdown(socket.SHUT_RDWR)
+
     def fail(self, where: str, exc: BaseException) -> None:
         self.count("internal_errors")
         self._errors.report(where, exc)
 
     def stats(self) -> dict[str, int]:
-        """Counters: requests, spans, calls, rejected, http_<status>, internal_errors."""
+        """Counters: requests, spans, calls, rejected, http_<status>, internal_errors,
+        connections_refused (over ``max_connections``), deadline_cut (past ``timeout_s``),
+        peak_reserved_bytes (the most of the memory budget in use at once)."""
         with self._lock:
             return dict(self._counts)
 
