@@ -16,7 +16,18 @@ each against the peer, the bare decode of the same bodies (protobuf ``ParseFromS
 ``json.loads`` for JSON). Prints ``name: ours X, peer Y, ratio Z`` lines (spans per second;
 ratio = ours / peer).
 
-Run: ``.venv/bin/python -m bench.collect`` (``--traces N``, ``--repeat N``).
+Then, under load:
+
+* ``burst``: ``--burst N`` (1 000) connections opened at once, each posting one request, into
+  a receiver with a SQLite ledger: connection resets (goal 0), the statuses, and the memory
+  held (the receiver's budget in use at its peak, and the process's RSS above its baseline)
+  against the configured budget (``--budget-mib``);
+* ``scale``: 1, 2 and 4 processes (``--processes``), each its own receiver posting the
+  protobuf requests into one PostgreSQL ledger (``--postgres URL``; a fresh schema): spans/s
+  of all of them together, against one process.
+
+Run: ``.venv/bin/python -m bench.collect`` (``--traces N``, ``--repeat N``, ``--burst N``,
+``--processes 1,2,4``, ``--postgres URL``, ``--skip-postgres``).
 """
 
 from __future__ import annotations
@@ -24,10 +35,16 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import multiprocessing
+import os
+import selectors
+import socket
 import statistics
 import sys
 import tempfile
+import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -115,11 +132,182 @@ def line(name: str, ours: float, peer: float, peer_name: str) -> None:
     )
 
 
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:  # (not Linux)
+        return 0
+
+
+def burst(n: int, body: bytes, budget_mib: int) -> None:
+    """``n`` connections at once, one protobuf post each: resets, statuses, memory."""
+    budget = budget_mib * 1024 * 1024
+    payload = (
+        "POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    with tempfile.TemporaryDirectory() as tmp:
+        ledger = open_ledger(f"sqlite:///{Path(tmp) / 'burst.db'}")
+        feed = SpanFeed(ledger, policy=RedactionPolicy.default())
+        options = CollectOptions(port=0, max_memory_bytes=budget)
+        rx = CollectReceiver(feed, options, ledger_stats=ledger.stats)
+        base = _rss_bytes()
+        peak = [base]
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.wait(0.005):
+                peak[0] = max(peak[0], _rss_bytes())
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        resets = 0
+        statuses: dict[str, int] = {}
+        began = time.perf_counter()
+        with rx:
+            socks: list[socket.socket] = []
+            for _ in range(n):
+                s = socket.socket()
+                s.setblocking(False)
+                s.connect_ex(rx.address)
+                socks.append(s)
+            sel = selectors.DefaultSelector()
+            for s in socks:
+                sel.register(s, selectors.EVENT_WRITE)
+            sent: list[socket.socket] = []
+            deadline = time.monotonic() + 120
+            while len(sent) + resets < n and time.monotonic() < deadline:
+                for key, _ in sel.select(1):
+                    s = key.fileobj
+                    assert isinstance(s, socket.socket)
+                    sel.unregister(s)
+                    try:
+                        s.setblocking(True)
+                        s.settimeout(60)
+                        s.sendall(payload)
+                        sent.append(s)
+                    except OSError:
+                        resets += 1
+            for s in sent:
+                try:
+                    head = b""
+                    while b"\r\n\r\n" not in head:
+                        chunk = s.recv(4096)
+                        if not chunk:
+                            break
+                        head += chunk
+                    key = head.split(b" ", 2)[1].decode() if head else "closed"
+                    length = 0
+                    for row in head.split(b"\r\n"):
+                        if row.lower().startswith(b"content-length:"):
+                            length = int(row.split(b":", 1)[1])
+                    got = len(head.split(b"\r\n\r\n", 1)[-1])
+                    while got < length:
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            break
+                        got += len(chunk)
+                except OSError:
+                    resets += 1
+                    key = "reset"
+                statuses[key] = statuses.get(key, 0) + 1
+                s.close()
+            wall = time.perf_counter() - began
+            reserved = rx.stats().get("peak_reserved_bytes", 0)
+        done.set()
+        sampler.join()
+        ledger.close(60)
+    print(
+        f"burst: {n} connections at once, one post each ({len(body) / 1e3:.0f} KB): "
+        f"resets {resets} (goal 0), statuses {dict(sorted(statuses.items()))}, {wall:.1f} s"
+    )
+    print(
+        f"burst memory: budget {budget_mib} MiB; reserved at peak {reserved / 2**20:.1f} MiB "
+        f"(ratio {reserved / budget:.3f}); process RSS above baseline at peak "
+        f"{(peak[0] - base) / 2**20:.1f} MiB (ratio {(peak[0] - base) / budget:.3f})"
+    )
+
+
+def _scale_worker(url: str, traces: int, go: Any, out: Any) -> None:
+    bodies = [r.SerializeToString() for r in batches(make_spans(traces))]
+    count = sum(len(ExportTraceServiceRequest.FromString(b).resource_spans[0].scope_spans[0].spans)
+                for b in bodies)  # fmt: skip
+    ledger = open_ledger(url)
+    feed = SpanFeed(ledger, policy=RedactionPolicy.default())
+    with CollectReceiver(feed, CollectOptions(port=0), ledger_stats=ledger.stats) as rx:
+        go.wait()
+        began = time.perf_counter()
+        post_all(rx, bodies, "application/x-protobuf")
+        ledger.flush(300)
+        wall = time.perf_counter() - began
+    stats = ledger.stats()
+    ledger.close()
+    out.put((count, wall, stats["dropped"]))
+
+
+def scale(base_url: str, processes: Sequence[int], traces: int) -> None:
+    """1, 2, 4 processes (each a receiver and a ledger writer) into one PostgreSQL ledger."""
+    import psycopg
+
+    schema = f"bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    url = f"{base_url}?options=-csearch_path%3D{schema}"
+    open_ledger(url).close()  # (migrated once, before the timed runs)
+    ctx = multiprocessing.get_context("spawn")
+    rates: dict[int, float] = {}
+    try:
+        for k in processes:
+            go, out = ctx.Event(), ctx.Queue()
+            procs = [
+                ctx.Process(target=_scale_worker, args=(url, traces, go, out)) for _ in range(k)
+            ]
+            for p in procs:
+                p.start()
+            time.sleep(3 + k)  # (each makes its spans and opens its ledger first)
+            go.set()
+            results = [out.get(timeout=900) for _ in procs]
+            for p in procs:
+                p.join(60)
+            spans = sum(r[0] for r in results)
+            wall = max(r[1] for r in results)
+            dropped = sum(r[2] for r in results)
+            rates[k] = spans / wall
+            print(
+                f"scale postgres {k} process(es): ours {rates[k]:,.0f} spans/s, peer (1 process) "
+                f"{rates[processes[0]]:,.0f} spans/s, ratio {rates[k] / rates[processes[0]]:.3f}"
+                f" ({spans} spans, {wall:.1f} s, dropped {dropped})"
+            )
+    finally:
+        with psycopg.connect(base_url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--traces", type=int, default=600, help="traces (11 spans each)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--burst", type=int, default=1000, help="connections at once (0: skip)")
+    parser.add_argument("--budget-mib", type=int, default=256, help="the receiver's budget")
+    parser.add_argument("--processes", default="1,2,4", help="process counts for 'scale'")
+    parser.add_argument(
+        "--postgres",
+        default=os.environ.get(
+            "INTENTRACE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+        ),
+    )
+    parser.add_argument("--skip-postgres", action="store_true")
+    parser.add_argument("--only", choices=("all", "rates", "burst", "scale"), default="all")
     args = parser.parse_args(argv)
+    if args.only in ("all", "burst") and args.burst:
+        body = batches(make_spans(2))[0].SerializeToString()  # (22 spans, ~25 KB)
+        burst(args.burst, body, args.budget_mib)
+    if args.only in ("all", "scale") and not args.skip_postgres:
+        counts = [int(x) for x in args.processes.split(",") if x.strip()]
+        scale(args.postgres, counts, args.traces)
+    if args.only not in ("all", "rates"):
+        return 0
 
     spans = make_spans(args.traces)
     requests = batches(spans)

@@ -148,6 +148,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_status(
                 reply.status, reply.rpc_code, reply.message, self._encoding, reply.headers
             )
+        except OSError:  # the client went away (reset, timed out): its doing, not ours
+            receiver.count("connection_errors")
+            self.close_connection = True
         except Exception as exc:  # a bug: answer 500, keep serving
             receiver.count("http_500")
             receiver.fail("request", exc)
