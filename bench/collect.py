@@ -249,10 +249,11 @@ def _scale_worker(url: str, traces: int, go: Any, out: Any) -> None:
 def scale(base_url: str, processes: Sequence[int], traces: int) -> None:
     """1, 2, 4 processes (each a receiver and a ledger writer) into one PostgreSQL ledger."""
     import psycopg
+    from psycopg import sql
 
     schema = f"bench_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(base_url, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
     url = f"{base_url}?options=-csearch_path%3D{schema}"
     open_ledger(url).close()  # (migrated once, before the timed runs)
     ctx = multiprocessing.get_context("spawn")
@@ -281,7 +282,7 @@ def scale(base_url: str, processes: Sequence[int], traces: int) -> None:
             )
     finally:
         with psycopg.connect(base_url, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,7 +24,7 @@ def serve() -> Iterator[object]:
 
     def _serve(**options: object) -> CollectReceiver:
         receiver = CollectReceiver(
-            SpanFeed(RecordingLedger()),  # pyright: ignore[reportArgumentType]
+            SpanFeed(RecordingLedger()),
             CollectOptions(port=0, **options),  # pyright: ignore[reportArgumentType]
         )
         started.append(receiver.start())
