@@ -36,6 +36,8 @@ from typing import Any
 from bench._synthetic import fill
 from tracing.analytics import ANALYSES, Analytics, AnalyticsOptions, load_dashboards
 from tracing.analytics._analyses import BUCKETS, generic_vocabulary
+from tracing.analytics._analyses import FAILED as FAILED_STATUSES
+from tracing.analytics._analyses import SETTLED as SETTLED_STATUSES
 from tracing.analytics._definitions import (
     PHRASE_WORDS,
     args_redacted,
@@ -47,7 +49,6 @@ from tracing.analytics._definitions import (
     word_count,
 )
 from tracing.ledger import open_ledger
-from tracing.status import FAILED_STATUSES, SETTLED_STATUSES
 
 SETTLED = tuple(sorted(SETTLED_STATUSES))
 FAILED = tuple(sorted(FAILED_STATUSES))
@@ -150,7 +151,7 @@ def sqlite_redundancy(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple
 
 
 def sqlite_tools(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple[Any, ...]]:
-    settled = _sql_in(SETTLED)
+    settled, failed = _sql_in(SETTLED), _sql_in(FAILED)
     sql = f"""
     WITH q0 AS (SELECT tool_name, duration_ms,
                        row_number() OVER (PARTITION BY tool_name ORDER BY duration_ms) AS r,
@@ -160,10 +161,10 @@ def sqlite_tools(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple[Any,
                  max(CASE WHEN r = (c * 95 + 99) / 100 THEN duration_ms END) AS p95
           FROM q0 GROUP BY tool_name),
     g AS (SELECT tool_name, count(*) AS calls, sum(status IN {settled}) AS settled,
-                 sum(status = 'error') AS errors, sum(n IS NOT NULL) AS labelled,
-                 sum(NOT h) AS visible FROM d GROUP BY tool_name)
+                 sum(status IN {failed}) AS errors, sum(status = 'abandoned') AS abandoned,
+                 sum(n IS NOT NULL) AS labelled, sum(NOT h) AS visible FROM d GROUP BY tool_name)
     SELECT g.tool_name, calls, settled, errors,
-           CASE WHEN settled > 0 THEN errors * 1.0 / settled END, p50, p95, labelled,
+           CASE WHEN settled > 0 THEN errors * 1.0 / settled END, abandoned, p50, p95, labelled,
            CASE WHEN visible > 0 THEN labelled * 1.0 / visible END
     FROM g LEFT JOIN q USING (tool_name) WHERE settled >= ? ORDER BY calls DESC, 1"""
     return conn.execute(sql, (p["min_calls"],)).fetchall()
@@ -324,11 +325,12 @@ def pandas_tools(df: Any, p: dict[str, Any]) -> list[tuple[Any, ...]]:
         def rank(pct: int, d: Any = d) -> float | None:
             return float(d[max(1, math.ceil(len(d) * pct / 100)) - 1]) if len(d) else None
 
-        errors = int((g["status"] == "error").sum())
+        errors = int(g["status"].isin(FAILED).sum())
+        abandoned = int((g["status"] == "abandoned").sum())
         labelled, visible = int(g["norm"].notna().sum()), int((~g["hidden"]).sum())
         rows.append((
             tool, len(g), len(settled), errors, errors / len(settled) if len(settled) else None,
-            rank(50), rank(95), labelled, labelled / visible if visible else None,
+            abandoned, rank(50), rank(95), labelled, labelled / visible if visible else None,
         ))  # fmt: skip
     rows.sort(key=lambda r: (-r[1], r[0]))
     return rows

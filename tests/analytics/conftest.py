@@ -32,6 +32,10 @@ def call(
     start_ms: int = 0,
     duration_ms: int | None = 10,
     hidden: bool = False,
+    agent: str | None = None,
+    turn: int | None = None,
+    parent: str | None = None,
+    error: str | None = None,
 ) -> AnchorWrite:
     """One settled (or live) call as a writer would record it."""
     write: AnchorWrite = {
@@ -46,6 +50,14 @@ def call(
     }
     if args is not None:
         write["args"] = args
+    if agent is not None:
+        write["agent_id"] = agent
+    if turn is not None:
+        write["turn"] = turn
+    if parent is not None:
+        write["parent_call_id"] = parent
+    if error is not None:
+        write["error"] = error
     if duration_ms is not None and status not in ("streaming", "in_flight", "background"):
         write["end_ns"] = T0 + (start_ms + duration_ms) * MS
     return write

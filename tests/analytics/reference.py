@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tracing.analytics import Filters
 from tracing.analytics._analyses import BUCKETS, generic_vocabulary, get_analysis
 from tracing.analytics._definitions import (
     PHRASE_WORDS,
@@ -24,12 +25,17 @@ from tracing.analytics._definitions import (
     normalize_intent,
     word_count,
 )
-from tracing.status import FAILED_STATUSES, SETTLED_STATUSES
+
+FAILED_STATUSES = frozenset({"error", "cancelled"})  # what "failed" means, stated once
+SETTLED_STATUSES = frozenset({"success", "error", "cancelled"})  # abandoned: neither
 
 
 @dataclass(frozen=True)
 class _Call:
+    keep: bool
+    """The call passes the filters: it is counted (the others are context only)."""
     tool_call_id: str
+    agent_id: str | None
     session_id: str
     seq: int
     batch_id: str | None
@@ -47,14 +53,16 @@ class _Call:
     args: str | None
 
 
-def _calls(anchors: Iterable[Mapping[str, Any]]) -> list[_Call]:
+def _calls(anchors: Iterable[Mapping[str, Any]], filters: Filters) -> list[_Call]:
     out: list[_Call] = []
     for a in anchors:
         norm = normalize_intent(a["intent"])
         redaction = a["redaction"]
         out.append(
             _Call(
+                keep=filters.matches(a),
                 tool_call_id=a["tool_call_id"],
+                agent_id=a["agent_id"],
                 session_id=a["session_id"],
                 seq=a["seq"],
                 batch_id=a["batch_id"],
@@ -97,9 +105,9 @@ def precursors(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]
     for items in _sessions(calls).values():
         for i, call in enumerate(items):
             item = item_of(call)
-            if item is not None:
+            if item is not None and call.keep:
                 occurrences[item] += 1
-            if call.status not in SETTLED_STATUSES:
+            if call.status not in SETTLED_STATUSES or not call.keep:
                 continue
             settled += 1
             failed = call.status in FAILED_STATUSES
@@ -133,7 +141,7 @@ def vague_intents(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, .
                 group.add(c.args)
     per_tool: dict[str, list[int]] = defaultdict(lambda: [0] * 6)
     for c in calls:
-        if c.hidden:
+        if c.hidden or not c.keep:
             continue
         if c.norm is None:
             cat = 1
@@ -172,7 +180,8 @@ def redundancy(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]
         last_equivalent: dict[tuple[str, str], _Call] = {}
         for c in items:
             key = c.tool_name if p["by"] == "tool" else c.session_id
-            s = stats[key]
+            # a call that is filtered out still counts as the earlier call of later ones
+            s = stats[key] if c.keep else [0, 0, 0, 0]
             s[0] += 1
             if c.batch_id is not None and batch_sizes[c.batch_id] > 1:
                 s[1] += 1
@@ -206,19 +215,21 @@ def _nearest_rank(values: list[float], percent: int) -> float | None:
 def tools(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     by: dict[str, list[_Call]] = defaultdict(list)
     for c in calls:
-        by[c.tool_name].append(c)
+        if c.keep:
+            by[c.tool_name].append(c)
     rows: list[tuple[Any, ...]] = []
     for tool, items in by.items():
         settled = [c for c in items if c.status in SETTLED_STATUSES]
         if len(settled) < p["min_calls"]:
             continue
-        errors = sum(c.status == "error" for c in items)
+        failed = sum(c.status in FAILED_STATUSES for c in items)
+        abandoned = sum(c.status == "abandoned" for c in items)
         durations = [c.duration_ms for c in settled if c.duration_ms is not None]
         labelled = sum(c.norm is not None for c in items)
         visible = sum(not c.hidden for c in items)
         rows.append((
-            tool, len(items), len(settled), errors,
-            errors / len(settled) if settled else None,
+            tool, len(items), len(settled), failed,
+            failed / len(settled) if settled else None, abandoned,
             _nearest_rank(durations, 50), _nearest_rank(durations, 95),
             labelled, labelled / visible if visible else None,
         ))  # fmt: skip
@@ -230,7 +241,7 @@ def over_time(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]]
     width, offset, fmt = BUCKETS[p["bucket"]]
     groups: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for c in calls:
-        if c.hidden:
+        if c.hidden or not c.keep:
             continue
         bucket = c.start_ns - (c.start_ns - offset) % width
         g = groups[bucket]
@@ -249,7 +260,38 @@ def over_time(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]]
     return rows
 
 
+def failure_rate(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    groups: dict[tuple[Any, ...], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for c in calls:
+        if not c.keep:
+            continue
+        key: tuple[Any, ...] = ()
+        if p["bucket"] != "all":
+            width, offset, _ = BUCKETS[p["bucket"]]
+            key += (c.start_ns - (c.start_ns - offset) % width,)
+        if p["by"] != "none":
+            key += (c.agent_id if p["by"] == "agent" else c.tool_name,)
+        g = groups[key]
+        g[0] += 1
+        g[1] += c.status in SETTLED_STATUSES
+        g[2] += c.status in FAILED_STATUSES
+        g[3] += c.status == "abandoned"
+    rows: list[tuple[Any, ...]] = []
+    for key in sorted(groups, key=lambda k: tuple((v is None, v) for v in k)):
+        n, settled, failed, abandoned = groups[key]
+        if n < p["min_calls"]:
+            continue
+        shown = list(key)
+        if p["bucket"] != "all":
+            fmt = BUCKETS[p["bucket"]][2]
+            shown[0] = (epoch + timedelta(microseconds=key[0] // 1000)).strftime(fmt)
+        rows.append((*shown, n, settled, failed, failed / settled if settled else None, abandoned))
+    return rows
+
+
 _IMPLEMENTATIONS = {
+    "failure_rate": failure_rate,
     "precursors": precursors,
     "vague_intents": vague_intents,
     "redundancy": redundancy,
@@ -259,9 +301,13 @@ _IMPLEMENTATIONS = {
 
 
 def reference(
-    name: str, anchors: Iterable[Mapping[str, Any]], params: Mapping[str, Any] | None = None
+    name: str,
+    anchors: Iterable[Mapping[str, Any]],
+    params: Mapping[str, Any] | None = None,
+    filters: Mapping[str, Any] | None = None,
 ) -> list[tuple[Any, ...]]:
-    """Rows of analysis ``name`` over ``anchors`` (every column of the ledger), computed plainly."""
+    """Rows of analysis ``name`` over ``anchors`` (every column of the ledger), computed plainly;
+    ``filters`` select the calls counted (the others stay as context)."""
     analysis = get_analysis(name)
     resolved = analysis.resolve(params)
-    return _IMPLEMENTATIONS[name](_calls(anchors), resolved)
+    return _IMPLEMENTATIONS[name](_calls(anchors, Filters.of(filters)), resolved)

@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.analytics.conftest import call, write_all
+from tests.analytics.conftest import T0, call, write_all
 from tests.analytics.reference import reference
 from tests.ledger.conftest import FAST
 from tracing.analytics import ANALYSES, Analytics, AnalyticsOptions
@@ -54,12 +54,24 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("redundancy", {"by": "session", "limit": 10_000}),
     ("tools", {"min_calls": 0}),
     ("over_time", {"bucket": "hour"}),
+    ("failure_rate", {"bucket": "hour"}),
+    ("failure_rate", {"bucket": "all", "by": "agent"}),
+    ("failure_rate", {"bucket": "day", "by": "tool", "min_calls": 2}),
+    ("failure_rate", {"bucket": "all"}),
+]
+T1H = T0 + 3_600_000_000_000
+FILTERS: list[dict[str, Any]] = [
+    {"tool": ["grep"]},
+    {"agent": "sub"},
+    {"session": ["s1", "s3"], "status": ["error", "success"]},
+    {"since": T0 + 1_800_000_000_000, "until": T1H * 1 + 3_600_000_000_000},
+    {"since": "2026-01-01T01:00:00Z", "tool": ["read_file", "shell"], "agent": "main"},
 ]
 
 
 @st.composite
-def ledgers(draw: st.DrawFn) -> tuple[list[AnchorWrite], list[int]]:
-    """Writes in a random order, and the positions after which the copy syncs."""
+def ledgers(draw: st.DrawFn) -> tuple[list[AnchorWrite], list[int], dict[str, Any]]:
+    """Writes in a random order, the positions after which the copy syncs, and filters."""
     n = draw(st.integers(1, 40))
     writes: list[tuple[int, AnchorWrite]] = []
     for i in range(n):
@@ -75,6 +87,7 @@ def ledgers(draw: st.DrawFn) -> tuple[list[AnchorWrite], list[int]]:
             start_ms=draw(st.integers(0, 3 * 3_600_000)),
             duration_ms=draw(st.integers(0, 5000)),
             hidden=draw(st.booleans()) and draw(st.booleans()),
+            agent=draw(st.sampled_from(["main", "main", "sub", None])),
         )
         writes.append((i, settled))
         if status != "in_flight" and draw(st.booleans()):
@@ -85,10 +98,16 @@ def ledgers(draw: st.DrawFn) -> tuple[list[AnchorWrite], list[int]]:
     # calls of one session keep their first-write order only through the ledger's seq
     shuffled = [writes[j][1] for j in order]
     syncs = draw(st.lists(st.integers(0, len(shuffled)), max_size=3))
-    return shuffled, sorted(set(syncs))
+    return shuffled, sorted(set(syncs)), draw(st.sampled_from(FILTERS))
 
 
-def _check(url: str, writes: list[AnchorWrite], syncs: list[int], snapshot: str | bool) -> None:
+def _check(
+    url: str,
+    writes: list[AnchorWrite],
+    syncs: list[int],
+    snapshot: str | bool,
+    filters: dict[str, Any],
+) -> None:
     ledger = open_ledger(url, options=FAST)
     engine = Analytics(url, options=AnalyticsOptions(snapshot=snapshot))
     try:
@@ -103,6 +122,8 @@ def _check(url: str, writes: list[AnchorWrite], syncs: list[int], snapshot: str 
         for name, params in CASES:
             fast = engine.run(name, params, sync=False).rows
             assert fast == reference(name, anchors, params), (name, params)
+            fast = engine.run(name, params, filters=filters, sync=False).rows
+            assert fast == reference(name, anchors, params, filters), (name, params, filters)
     finally:
         engine.close()
         ledger.close()
@@ -111,9 +132,9 @@ def _check(url: str, writes: list[AnchorWrite], syncs: list[int], snapshot: str 
 @settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=ledgers())
 def test_fast_path_matches_reference_sqlite(data: Any, tmp_path_factory: Any) -> None:
-    writes, syncs = data
+    writes, syncs, filters = data
     folder = tmp_path_factory.mktemp("agree")
-    _check(f"sqlite:///{folder}/l.db", writes, syncs, str(folder / "copy.parquet"))
+    _check(f"sqlite:///{folder}/l.db", writes, syncs, str(folder / "copy.parquet"), filters)
 
 
 @settings(max_examples=6, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -121,12 +142,40 @@ def test_fast_path_matches_reference_sqlite(data: Any, tmp_path_factory: Any) ->
 def test_fast_path_matches_reference_postgres(data: Any, postgres_url: str) -> None:
     from tests.ledger.conftest import pg_schema_url
 
-    writes, syncs = data
-    _check(pg_schema_url(postgres_url), writes, syncs, False)
+    writes, syncs, filters = data
+    _check(pg_schema_url(postgres_url), writes, syncs, False, filters)
 
 
 def test_every_analysis_is_covered() -> None:
     assert {name for name, _ in CASES} == set(ANALYSES)
+
+
+def test_every_filter_against_the_reference(
+    sqlite_url: str, make_ledger: Callable[..., Any], make_analytics: Callable[..., Analytics]
+) -> None:
+    """Every filter case over one fixed mixed ledger (the generated ones draw one each)."""
+    ledger = make_ledger(sqlite_url)
+    writes = [
+        call(
+            f"f{i}",
+            TOOLS[i % 3],
+            INTENTS[(i * 7) % len(INTENTS)],
+            status=STATUSES[(i * 5) % len(STATUSES)],
+            session=["s1", "s2", "s3"][i % 3 if i % 4 else 0],
+            batch=[None, "b1", "b2"][(i // 2) % 3],
+            args=ARGS[(i * 3) % len(ARGS)],
+            start_ms=i * 240_000,
+            agent=["main", "sub", None][(i // 3) % 3],
+        )
+        for i in range(60)
+    ]
+    write_all(ledger, writes)
+    engine = make_analytics(sqlite_url)
+    anchors = [{c: a[c] for c in ANCHOR_COLUMNS} for a in ledger.changed_since(-1)]  # type: ignore[literal-required]
+    for filters in FILTERS:
+        for name, params in CASES:
+            fast = engine.run(name, params, filters=filters).rows
+            assert fast == reference(name, anchors, params, filters), (name, params, filters)
 
 
 def test_snapshot_restart_and_incremental(

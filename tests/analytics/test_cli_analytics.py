@@ -46,15 +46,15 @@ def test_report_dashboard_formats(url: str) -> None:
     code, out = _run("report", "failures", "--ledger", url, "--format", "json")
     assert code == 0, out
     data = json.loads(out)
-    assert [p["analysis"] for p in data["panels"]] == ["precursors", "precursors", "tools"]
+    assert [p["analysis"] for p in data["panels"]] == [
+        "precursors", "precursors", "failure_rate", "failure_rate", "tools"
+    ]  # fmt: skip
     first = data["panels"][0]["rows"][0]
     assert first["item"] == "editing the lockfile by hand" and first["count"] == 2
-    code, out = _run("report", "tool_health", "--ledger", url, "--format", "csv")
+    code, out = _run("report", "tool_health", "--ledger", url, "--format", "csv", "--panel", "1")
     assert code == 0, out
-    block = out.split("\n\n")[0].splitlines()
-    assert block[0] == "# Per tool"
-    rows = list(csv.DictReader(io.StringIO("\n".join(block[1:]))))
-    assert {r["tool_name"]: r["errors"] for r in rows} == {
+    rows = list(csv.DictReader(io.StringIO(out)))  # one loadable table, nothing else
+    assert {r["tool_name"]: r["failed"] for r in rows} == {
         "read_file": "0",
         "shell": "2",
         "grep": "0",
@@ -66,8 +66,8 @@ def test_report_analysis_with_params(url: str) -> None:
                      "--format", "csv")  # fmt: skip
     assert code == 0, out
     lines = out.splitlines()
-    assert lines[1] == "item,count,support,lift,windows,occurrences"
-    assert lines[2].startswith("editing the,2,1.0,")
+    assert lines[0] == "item,count,support,lift,windows,occurrences"
+    assert lines[1].startswith("editing the,2,1.0,")
 
 
 def test_report_list_and_errors(url: str) -> None:
@@ -143,3 +143,63 @@ def test_bad_sql_is_one_line(url: str, query: str, columnar: bool) -> None:
     code, out = _run(*args)
     assert code == 1
     assert out.startswith("Error: SQL error: ") and out.count("\n") == 1
+
+
+def test_report_filters_and_dashboard_params(url: str) -> None:
+    code, out = _run("report", "tools", "--ledger", url, "--format", "json", "--tool", "shell")
+    assert code == 0, out
+    assert [r["tool_name"] for r in json.loads(out)] == ["shell"]
+    code, out = _run("report", "tools", "--ledger", url, "--format", "json",
+                     "--since", "2026-01-01T00:00:00.002Z", "--status", "success")  # fmt: skip
+    assert code == 0, out
+    assert {r["tool_name"]: r["calls"] for r in json.loads(out)} == {"read_file": 1, "grep": 1}
+    code, out = _run("report", "failures", "--ledger", url, "--format", "json", "-p", "k=1",
+                     "--session", "s1")  # fmt: skip
+    assert code == 0, out
+    panels = json.loads(out)["panels"]
+    assert [p["params"]["k"] for p in panels[:2]] == [1, 1]  # every panel that takes k
+    code, out = _run("report", "failures", "--ledger", url, "-p", "min_words=2")
+    assert code == 1 and out == "Error: dashboard failures: no panel takes parameter 'min_words'\n"
+    code, out = _run("report", "tools", "--ledger", url, "--since", "yesterday")
+    assert code == 1 and out.startswith("Error: filter 'since': 'yesterday' is not an ISO 8601")
+    code, out = _run("report", "tools", "--ledger", url, "--status", "failed")
+    assert code == 1 and out.startswith("Error: filter 'status': 'failed' is not a status")
+
+
+def test_report_outputs_one_table_per_file(url: str, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    code, out = _run("report", "tool_health", "--ledger", url, "--format", "csv")
+    assert code == 2 and "pick one with --panel N" in out
+    code, out = _run("report", "tool_health", "--ledger", url, "--format", "csv",
+                     "-o", str(tmp_path / "out"))  # fmt: skip
+    assert code == 0, out
+    files = sorted((tmp_path / "out").iterdir())
+    assert [f.name for f in files] == [
+        "01-per-tool.csv", "02-p95-duration-per-tool-ms.csv", "03-label-coverage-per-tool.csv"
+    ]  # fmt: skip
+    assert files[0].read_text().startswith("tool_name,calls,")
+    code, out = _run("report", "tools", "--ledger", url, "--format", "parquet")
+    assert code == 2 and "--output" in out
+    code, out = _run("report", "tools", "--ledger", url, "--format", "parquet",
+                     "-o", str(tmp_path / "t.parquet"))  # fmt: skip
+    assert code == 0, out
+    table = pq.read_table(tmp_path / "t.parquet")
+    assert table.column_names[:2] == ["tool_name", "calls"] and table.num_rows == 3
+
+
+def test_report_table_title_once(url: str) -> None:
+    code, out = _run("report", "tools", "--ledger", url)
+    assert code == 0, out
+    assert out.count("Per tool") == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(14720.3, "14720"), (1.0, "1"), (0.5, "0.5"), (1 / 3, "0.3333"), (2 / 3 * 100, "66.67"),
+     (0.000123456, "0.0001235"), (-3.25, "-3.25"), (1e12 + 0.4, "1000000000000"), (0.0, "0")],
+)  # fmt: skip
+def test_numbers_are_readable(value: float, text: str) -> None:
+    from tracing.cli._analytics import readable_number
+
+    assert readable_number(value) == text

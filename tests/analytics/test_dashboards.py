@@ -67,6 +67,18 @@ BAD = [
         "not a column of redundancy",
     ),
     ("title = ", "not valid TOML"),
+    (
+        'title = "x"\nfilters = { tol = "a" }\n[[panels]]\ntitle = "p"\nanalysis = "tools"\n',
+        "filters",
+    ),
+    (
+        'title = "x"\n[[panels]]\ntitle = "p"\nanalysis = "tools"\nfilters = { since = "soon" }\n',
+        "panels/0/filters: filter 'since': 'soon' is not an ISO 8601 time",
+    ),
+    (
+        'title = "x"\n[[panels]]\ntitle = "p"\nanalysis = "tools"\nfilters = { status = "failed" }\n',
+        "panels/0/filters: filter 'status': 'failed' is not a status",
+    ),
 ]
 
 
@@ -97,3 +109,23 @@ def test_user_folder_adds_and_replaces(tmp_path: Path, monkeypatch: pytest.Monke
     assert "tool_health" in found
     with pytest.raises(AnalyticsError, match="no dashboards folder"):
         load_dashboards([tmp_path / "missing"])
+
+
+def test_dashboard_and_panel_filters(tmp_path: Path) -> None:
+    from tracing.analytics import Filters
+
+    text = (
+        'title = "x"\nfilters = { since = "2026-01-01", tool = ["grep", "shell"] }\n'
+        '[[panels]]\ntitle = "a"\nanalysis = "tools"\n'
+        '[[panels]]\ntitle = "b"\nanalysis = "tools"\nfilters = { tool = "shell", agent = "sub" }\n'
+    )
+    d = parse_dashboard(text, path=tmp_path / "x.toml")
+    assert d.filters == Filters(since=1_767_225_600_000_000_000, tool=("grep", "shell"))
+    second = d.panels[1].filters.over(d.filters)
+    assert second == Filters(since=d.filters.since, tool=("shell",), agent=("sub",))
+    assert Filters.of({"until": "2026-01-02"}).over(second).as_dict() == {
+        "since": "2026-01-01T00:00:00Z",
+        "until": "2026-01-02T00:00:00Z",
+        "agent": ["sub"],
+        "tool": ["shell"],
+    }

@@ -191,8 +191,9 @@ def test_tools_and_over_time_known(
             "tool_name": "read_file",
             "calls": 5,
             "settled": 4,
-            "errors": 1,
-            "error_rate": 0.25,
+            "failed": 1,
+            "failure_rate": 0.25,
+            "abandoned": 0,
             "p50_ms": 20.0,  # nearest rank: 2nd of 10, 20, 30, 40
             "p95_ms": 40.0,
             "labelled": 4,
@@ -202,8 +203,9 @@ def test_tools_and_over_time_known(
             "tool_name": "grep",
             "calls": 1,
             "settled": 1,
-            "errors": 0,
-            "error_rate": 0.0,
+            "failed": 0,
+            "failure_rate": 0.0,
+            "abandoned": 0,
             "p50_ms": 5.0,
             "p95_ms": 5.0,
             "labelled": 0,
@@ -250,3 +252,42 @@ def test_unknown_analysis_and_bad_params(sqlite_url: str, make_ledger, make_anal
     with pytest.raises(AnalyticsError, match="must be one of hour, day, week"):
         engine.run("over_time", {"bucket": "year"})
     assert engine.run("precursors").rows == []  # an empty ledger has no answers, no errors
+
+
+def test_failure_rate_known(
+    store_url: str,
+    make_ledger: Callable[[str], Ledger],
+    make_analytics: Callable[..., Analytics],
+) -> None:
+    """One definition of failed (error + cancelled) over settled (success, error, cancelled);
+    abandoned calls apart; a bad day stands out; per agent."""
+    ledger = make_ledger(store_url)
+    day = 86_400_000
+    writes = [call(f"ok{i}", "grep", "Looking", start_ms=i, agent="main") for i in range(9)]
+    writes += [
+        call("e1", "grep", "Looking", status="error", start_ms=20, agent="main"),
+        call("d2a", "shell", "Building", status="error", start_ms=day, agent="sub"),
+        call("d2b", "shell", "Building", status="cancelled", start_ms=day + 1, agent="sub"),
+        call("d2c", "shell", "Building", start_ms=day + 2, agent="sub"),
+        call("d2d", "shell", "Building", status="abandoned", start_ms=day + 3, agent="sub"),
+        call("d2e", "shell", "Building", status="in_flight", start_ms=day + 4),
+    ]
+    write_all(ledger, writes)
+    engine = make_analytics(store_url)
+    days = engine.run("failure_rate", {"bucket": "day"}).rows
+    assert days == [("2026-01-01", 10, 10, 1, 0.1, 0), ("2026-01-02", 5, 3, 2, 2 / 3, 1)]
+    agents = engine.run("failure_rate", {"bucket": "all", "by": "agent"}).rows
+    assert agents == [
+        ("main", 10, 10, 1, 0.1, 0),
+        ("sub", 4, 3, 2, 2 / 3, 1),
+        (None, 1, 0, 0, None, 0),
+    ]
+    tools = {r["tool_name"]: r for r in engine.run("tools").records()}
+    assert (tools["shell"]["failed"], tools["shell"]["settled"], tools["shell"]["abandoned"]) == (
+        2,
+        3,
+        1,
+    )
+    hours = engine.run("failure_rate", {"bucket": "hour", "by": "tool"}, filters={"agent": "sub"})
+    assert hours.rows == [("2026-01-02 00:00", "shell", 4, 3, 2, 2 / 3, 1)]
+    assert hours.columns == ("bucket", "tool_name", *hours.columns[2:])

@@ -53,16 +53,16 @@ def test_failures_dashboard(page_url: str) -> None:
     top = at.dataframe[0].value
     assert top["item"].iloc[0] == "editing the lockfile by hand"
     assert int(top["count"].iloc[0]) == 30
-    tools = at.dataframe[2].value
+    tools = at.dataframe[4].value
     shell = tools[tools["tool_name"] == "shell"].iloc[0]
-    assert (int(shell["errors"]), int(shell["settled"]), float(shell["error_rate"])) == (
+    assert (int(shell["failed"]), int(shell["settled"]), float(shell["failure_rate"])) == (
         30,
         30,
         1.0,
     )
     downloads = at.get("download_button")
     assert len(downloads) == len(dashboards["failures"].panels)
-    assert len(at.get("vega_lite_chart")) == 3  # every panel of this dashboard has a chart
+    assert len(at.get("vega_lite_chart")) == 5  # every panel of this dashboard has a chart
 
 
 def test_switching_dashboards(page_url: str) -> None:

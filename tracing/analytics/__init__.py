@@ -13,6 +13,7 @@ from __future__ import annotations
 from tracing.analytics._analyses import ANALYSES, Analysis, AnalyticsError, Param
 from tracing.analytics._dashboards import Chart, Dashboard, Panel, dashboard_schema, load_dashboards
 from tracing.analytics._engine import Analytics, AnalyticsOptions, Result, SyncReport
+from tracing.analytics._filters import Filters
 
 __all__ = [
     "ANALYSES",
@@ -22,6 +23,7 @@ __all__ = [
     "AnalyticsOptions",
     "Chart",
     "Dashboard",
+    "Filters",
     "Panel",
     "Param",
     "Result",

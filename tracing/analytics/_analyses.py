@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from tracing.analytics._definitions import normalize_intent
 from tracing.analytics._structure import MAX_WINDOW
-from tracing.status import FAILED_STATUSES, SETTLED_STATUSES
+from tracing.status import Status
 
 
 class AnalyticsError(ValueError):
@@ -24,8 +24,14 @@ def _sql_list(values: frozenset[str]) -> str:
     return "(" + ", ".join(f"'{v}'" for v in sorted(values)) + ")"
 
 
-SETTLED_SQL: Final = _sql_list(SETTLED_STATUSES)
-FAILED_SQL: Final = _sql_list(FAILED_STATUSES)
+FAILED: Final[frozenset[str]] = frozenset({Status.ERROR, Status.CANCELLED})
+"""What *failed* means in every analysis: the call settled with an error or was cancelled."""
+SETTLED: Final[frozenset[str]] = frozenset({Status.SUCCESS, *FAILED})
+"""The denominator of every failure rate: the spec's settled statuses. An ``abandoned`` call
+(never settled by the app; settled by the ledger after a timeout) is neither: it is counted
+apart (``abandoned`` columns), so a reaped background call does not pass for a failure."""
+SETTLED_SQL: Final = _sql_list(SETTLED)
+FAILED_SQL: Final = _sql_list(FAILED)
 
 DEFAULT_GENERIC_WORDS: Final[tuple[str, ...]] = (
     "a", "again", "all", "am", "an", "and", "call", "calling", "check", "checking", "continue",
@@ -107,7 +113,9 @@ class Analysis:
     description: str
     params: Mapping[str, Param]
     columns: Callable[[Mapping[str, Any]], tuple[str, ...]]
-    sql: Callable[[Mapping[str, Any]], Query] = field(repr=False)
+    sql: Callable[[Mapping[str, Any], str], Query] = field(repr=False)
+    """(resolved parameters, the filter's SQL condition over ``calls``, ``TRUE`` for none)
+    -> (SQL, named parameters)."""
 
     def resolve(self, given: Mapping[str, Any] | None) -> dict[str, Any]:
         """Defaults filled in, every value validated (AnalyticsError on a bad one)."""
@@ -139,9 +147,19 @@ def generic_vocabulary(words: tuple[str, ...]) -> list[str]:
 _PRECURSOR_COLUMNS: Final = ("item", "count", "support", "lift", "windows", "occurrences")
 
 
-def _precursors_sql(p: Mapping[str, Any]) -> Query:
+def _precursors_sql(p: Mapping[str, Any], where: str) -> Query:
     item, gap = ("phrase", "gap_phrase") if p["by"] == "phrase" else ("norm_intent", "gap_intent")
-    sql = f"""
+    binds = {"k": p["k"], "min_support": p["min_support"], "limit": p["limit"]}
+    tail = """
+SELECT g.item, count, count / fl AS support, (count * n) / (fl * windows) AS lift,
+       windows, occurrences
+FROM g, t
+WHERE count > 0 AND count / fl >= $min_support
+ORDER BY lift DESC, count DESC, g.item
+LIMIT $limit"""
+    if where == "TRUE":
+        # every settled call owns a window: the precomputed masks answer without a join
+        sql = f"""
 WITH t AS (
   SELECT count(*) FILTER (status IN {SETTLED_SQL}) AS n,
          count(*) FILTER (status IN {FAILED_SQL}) AS fl
@@ -153,22 +171,36 @@ y AS (
 g AS (
   SELECT item, sum(bit_count(fail_mask & m))::BIGINT AS count,
          sum(bit_count(owner_mask & m))::BIGINT AS windows, count(*)::BIGINT AS occurrences
-  FROM y GROUP BY item)
-SELECT item, count, count / fl AS support, (count * n) / (fl * windows) AS lift,
-       windows, occurrences
-FROM g, t
-WHERE count > 0 AND count / fl >= $min_support
-ORDER BY lift DESC, count DESC, item
-LIMIT $limit"""
-    return sql, {"k": p["k"], "min_support": p["min_support"], "limit": p["limit"]}
+  FROM y GROUP BY item){tail}"""
+        return sql, binds
+    # only the filtered settled calls own windows; a window's calls are the k positions
+    # before its owner in the whole session (an equi-join per distance, not a range join)
+    sql = f"""
+WITH s AS (
+  SELECT session_id, rn, status IN {FAILED_SQL} AS failed
+  FROM calls WHERE status IN {SETTLED_SQL} AND {where}),
+t AS (SELECT count(*) AS n, count(*) FILTER (failed) AS fl FROM s),
+w AS (
+  SELECT DISTINCT s.session_id, s.rn, s.failed, c.{item} AS item
+  FROM s CROSS JOIN range(1, $k + 1) AS d(d)
+  JOIN calls c ON c.session_id = s.session_id AND c.rn = s.rn - d.d
+  WHERE c.{item} IS NOT NULL),
+o AS (
+  SELECT {item} AS item, count(*)::BIGINT AS occurrences
+  FROM calls WHERE {item} IS NOT NULL AND {where} GROUP BY 1),
+g AS (
+  SELECT w.item, count(*) FILTER (failed)::BIGINT AS count, count(*)::BIGINT AS windows,
+         coalesce(any_value(o.occurrences), 0)::BIGINT AS occurrences
+  FROM w LEFT JOIN o ON o.item = w.item GROUP BY w.item){tail}"""
+    return sql, binds
 
 
 PRECURSORS = Analysis(
     name="precursors",
     title="Failure precursors",
     description=(
-        "Normalized intents (or their leading phrase) found among the k calls before failed, "
-        "cancelled or abandoned calls, ranked by lift: how much more often they precede a "
+        "Normalized intents (or their leading phrase) found among the k calls before failed "
+        "(error or cancelled) calls, ranked by lift: how much more often they precede a "
         "failure than they precede any settled call."
     ),
     params={
@@ -193,8 +225,8 @@ _VAGUE_COLUMNS: Final = (
 )  # fmt: skip
 
 
-def _vague_sql(p: Mapping[str, Any]) -> Query:
-    sql = """
+def _vague_sql(p: Mapping[str, Any], where: str) -> Query:
+    sql = f"""
 WITH distinct_intents AS (
   SELECT first(norm_intent) AS n FROM calls WHERE norm_intent IS NOT NULL GROUP BY norm_intent),
 generic AS (SELECT n FROM distinct_intents WHERE list_has_all($generic, string_split(n, ' '))),
@@ -206,7 +238,7 @@ c AS (
               WHEN norm_intent IN (SELECT n FROM generic) THEN 4
               WHEN reused THEN 5
               ELSE 0 END AS cat
-  FROM calls WHERE NOT hidden)
+  FROM calls WHERE NOT hidden AND {where})
 SELECT tool_name, count(*) AS calls,
        count(*) FILTER (cat = 1) AS missing, count(*) FILTER (cat = 2) AS short,
        count(*) FILTER (cat = 3) AS names_tool, count(*) FILTER (cat = 4) AS generic,
@@ -250,7 +282,7 @@ def _redundancy_columns(p: Mapping[str, Any]) -> tuple[str, ...]:
     return ("tool_name" if p["by"] == "tool" else "session_id", *_REDUNDANCY_TAIL)
 
 
-def _redundancy_sql(p: Mapping[str, Any]) -> Query:
+def _redundancy_sql(p: Mapping[str, Any], where: str) -> Query:
     key = "tool_name" if p["by"] == "tool" else "session_id"
     sql = f"""
 SELECT {key}, count(*) AS calls,
@@ -260,7 +292,7 @@ SELECT {key}, count(*) AS calls,
             THEN count(*) FILTER (dup_sibling) / count(*) FILTER (sibling) END AS sibling_rate,
        count(*) FILTER (repeat) AS repeats,
        count(*) FILTER (repeat) / count(*) AS repeat_rate
-FROM calls GROUP BY {key} HAVING count(*) >= $min_calls
+FROM calls WHERE {where} GROUP BY {key} HAVING count(*) >= $min_calls
 ORDER BY redundant_siblings + repeats DESC, calls DESC, {key}
 LIMIT $limit"""
     return sql, {"min_calls": p["min_calls"], "limit": p["limit"]}
@@ -286,24 +318,25 @@ REDUNDANCY = Analysis(
 
 # --- 4. per tool -----------------------------------------------------------------------------
 _TOOL_COLUMNS: Final = (
-    "tool_name", "calls", "settled", "errors", "error_rate", "p50_ms", "p95_ms", "labelled",
-    "label_coverage",
+    "tool_name", "calls", "settled", "failed", "failure_rate", "abandoned", "p50_ms", "p95_ms",
+    "labelled", "label_coverage",
 )  # fmt: skip
 
 
-def _tools_sql(p: Mapping[str, Any]) -> Query:
+def _tools_sql(p: Mapping[str, Any], where: str) -> Query:
     sql = f"""
 WITH g AS (
   SELECT tool_name, count(*) AS calls,
          count(*) FILTER (status IN {SETTLED_SQL}) AS settled,
-         count(*) FILTER (status = 'error') AS errors,
+         count(*) FILTER (status IN {FAILED_SQL}) AS failed,
+         count(*) FILTER (status = 'abandoned') AS abandoned,
          quantile_disc(duration_ms, 0.5) FILTER (status IN {SETTLED_SQL}) AS p50_ms,
          quantile_disc(duration_ms, 0.95) FILTER (status IN {SETTLED_SQL}) AS p95_ms,
          count(*) FILTER (norm_intent IS NOT NULL) AS labelled,
          count(*) FILTER (NOT hidden) AS visible
-  FROM calls GROUP BY tool_name)
-SELECT tool_name, calls, settled, errors,
-       CASE WHEN settled > 0 THEN errors / settled END AS error_rate,
+  FROM calls WHERE {where} GROUP BY tool_name)
+SELECT tool_name, calls, settled, failed,
+       CASE WHEN settled > 0 THEN failed / settled END AS failure_rate, abandoned,
        p50_ms, p95_ms, labelled,
        CASE WHEN visible > 0 THEN labelled / visible END AS label_coverage
 FROM g WHERE settled >= $min_calls
@@ -315,9 +348,9 @@ TOOLS = Analysis(
     name="tools",
     title="Per tool",
     description=(
-        "Calls, error rate over settled calls (the denominator is shown), P50/P95 duration of "
-        "settled calls, and label coverage (calls with an intent among those whose intent was "
-        "not hidden by redaction)."
+        "Calls, failure rate (error or cancelled) over settled calls (the denominator is "
+        "shown), abandoned calls apart, P50/P95 duration of settled calls, and label coverage "
+        "(calls with an intent among those whose intent was not hidden by redaction)."
     ),
     params={
         "min_calls": Param("int", 1, "tools with fewer settled calls are left out", 0, None),
@@ -338,13 +371,13 @@ _TIME_COLUMNS: Final = (
 )  # fmt: skip
 
 
-def _time_sql(p: Mapping[str, Any]) -> Query:
+def _time_sql(p: Mapping[str, Any], where: str) -> Query:
     width, offset, fmt = BUCKETS[p["bucket"]]
     sql = f"""
 WITH b AS (
   SELECT start_ns - ((((start_ns - {offset}) % {width}) + {width}) % {width}) AS b,
          norm_intent IS NOT NULL AS labelled, intent_chars, intent_words
-  FROM calls WHERE NOT hidden),
+  FROM calls WHERE NOT hidden AND {where}),
 g AS (
   SELECT b, count(*) AS calls, count(*) FILTER (labelled) AS labelled,
          sum(intent_chars) FILTER (labelled)::BIGINT AS chars,
@@ -373,8 +406,75 @@ OVER_TIME = Analysis(
 )
 
 
+# --- 6. failure rate (over time, per agent or tool) ---------------------------------------
+_DIMENSIONS: Final = {"none": None, "agent": "agent_id", "tool": "tool_name"}
+_FAILURE_TAIL: Final = ("calls", "settled", "failed", "failure_rate", "abandoned")
+
+
+def _failure_columns(p: Mapping[str, Any]) -> tuple[str, ...]:
+    dim = _DIMENSIONS[p["by"]]
+    return (
+        *(("bucket",) if p["bucket"] != "all" else ()),
+        *((dim,) if dim else ()),
+        *_FAILURE_TAIL,
+    )
+
+
+def _failure_sql(p: Mapping[str, Any], where: str) -> Query:
+    dim = _DIMENSIONS[p["by"]]
+    keys: list[str] = []
+    select: list[str] = []
+    order: list[str] = []
+    if p["bucket"] != "all":
+        width, offset, fmt = BUCKETS[p["bucket"]]
+        keys.append(f"start_ns - ((((start_ns - {offset}) % {width}) + {width}) % {width})")
+        select.append(f"strftime(make_timestamp(k0 // 1000), '{fmt}') AS bucket")
+        order.append("k0")
+    if dim:
+        keys.append(dim)
+        select.append(f"k{len(keys) - 1} AS {dim}")
+        order.append(f"k{len(keys) - 1} NULLS LAST")
+    key_select = "".join(f"{k} AS k{i}, " for i, k in enumerate(keys))
+    group = ", ".join(f"k{i}" for i in range(len(keys))) or "()"
+    sql = f"""
+WITH g AS (
+  SELECT {key_select}count(*) AS calls,
+         count(*) FILTER (status IN {SETTLED_SQL}) AS settled,
+         count(*) FILTER (status IN {FAILED_SQL}) AS failed,
+         count(*) FILTER (status = 'abandoned') AS abandoned
+  FROM calls WHERE {where} GROUP BY {group})
+SELECT {"".join(s + ", " for s in select)}calls, settled, failed,
+       CASE WHEN settled > 0 THEN failed / settled END AS failure_rate, abandoned
+FROM g WHERE calls >= $min_calls
+ORDER BY {", ".join(order) or "calls"}"""
+    return sql, {"min_calls": p["min_calls"]}
+
+
+FAILURE_RATE = Analysis(
+    name="failure_rate",
+    title="Failure rate",
+    description=(
+        "Failed calls (error or cancelled) over settled calls (success, error, cancelled), per "
+        "hour, day or week (UTC, by call start) and/or per agent or tool; abandoned calls "
+        "counted apart."
+    ),
+    params={
+        "bucket": Param(
+            "choice",
+            "day",
+            "time bucket (all: no time dimension)",
+            choices=("hour", "day", "week", "all"),
+        ),
+        "by": Param("choice", "none", "second dimension", choices=tuple(_DIMENSIONS)),
+        "min_calls": Param("int", 1, "groups with fewer calls are left out", 1, None),
+    },
+    columns=_failure_columns,
+    sql=_failure_sql,
+)
+
+
 ANALYSES: Final[dict[str, Analysis]] = {
-    a.name: a for a in (PRECURSORS, VAGUE, REDUNDANCY, TOOLS, OVER_TIME)
+    a.name: a for a in (PRECURSORS, VAGUE, REDUNDANCY, TOOLS, OVER_TIME, FAILURE_RATE)
 }
 """Every analysis by name."""
 

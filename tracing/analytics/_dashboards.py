@@ -22,11 +22,12 @@ import itertools
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, cast
 
 from tracing.analytics._analyses import ANALYSES, Analysis, AnalyticsError
+from tracing.analytics._filters import FILTER_KEYS, Filters
 from tracing.environment_variables import INTENTRACE_DASHBOARDS
 
 CHART_TYPES: Final = ("bar", "line", "table")
@@ -53,6 +54,8 @@ class Panel:
     """The parameters as written in the file (defaults apply to the rest)."""
     chart: Chart
     description: str = ""
+    filters: Filters = field(default_factory=Filters)
+    """The panel's own filters, laid over the dashboard's (each field given replaces it)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,8 @@ class Dashboard:
     description: str
     panels: tuple[Panel, ...]
     path: Path
+    filters: Filters = field(default_factory=Filters)
+    """Filters of every panel (a panel's own replace them field by field)."""
 
 
 def _column_choices(analysis: Analysis) -> list[str]:
@@ -76,6 +81,32 @@ def _column_choices(analysis: Analysis) -> list[str]:
             if column not in columns:
                 columns.append(column)
     return columns
+
+
+_FILTER_DOCS: Final = {
+    "since": "calls that started at or after this time (ISO 8601, UTC unless it says otherwise)",
+    "until": "calls that started before this time (ISO 8601, UTC unless it says otherwise)",
+    "agent": "calls of this agent (agent_id) or of any of these",
+    "tool": "calls of this tool (tool_name) or of any of these",
+    "session": "calls of this session (session_id) or of any of these",
+    "status": "calls with this status or any of these",
+}
+
+
+def _filters_schema() -> dict[str, Any]:
+    names: dict[str, Any] = {
+        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
+    }
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "Which calls the panels count (docs/analytics.md, Filters).",
+        "properties": {
+            k: ({"type": "string"} if k in ("since", "until") else names)
+            | {"description": _FILTER_DOCS[k]}
+            for k in FILTER_KEYS
+        },
+    }
 
 
 def dashboard_schema() -> dict[str, Any]:
@@ -122,6 +153,7 @@ def dashboard_schema() -> dict[str, Any]:
         "properties": {
             "title": {"type": "string", "minLength": 1},
             "description": {"type": "string"},
+            "filters": _filters_schema(),
             "panels": {
                 "type": "array",
                 "minItems": 1,
@@ -135,6 +167,7 @@ def dashboard_schema() -> dict[str, Any]:
                         "analysis": {"enum": list(ANALYSES)},
                         "params": {"type": "object"},
                         "chart": {"type": "object"},
+                        "filters": _filters_schema(),
                     },
                     "allOf": variants,
                 },
@@ -166,6 +199,10 @@ def parse_dashboard(text: str, *, path: Path) -> Dashboard:
         error = errors[0]
         at = "/".join(str(p) for p in error.absolute_path) or "(top)"
         raise AnalyticsError(f"{where}: {at}: {error.message}")
+    try:
+        top_filters = Filters.of(data.get("filters"))
+    except AnalyticsError as exc:
+        raise AnalyticsError(f"{where}: filters: {exc}") from None
     panels: list[Panel] = []
     for i, raw in enumerate(cast(list[dict[str, Any]], data["panels"])):
         analysis = ANALYSES[raw["analysis"]]
@@ -185,6 +222,10 @@ def parse_dashboard(text: str, *, path: Path) -> Dashboard:
                 )
         if chart.type in ("bar", "line") and (chart.x is None or chart.y is None):
             raise AnalyticsError(f"{where}: panels/{i}/chart: a {chart.type} chart needs x and y")
+        try:
+            panel_filters = Filters.of(raw.get("filters"))
+        except AnalyticsError as exc:
+            raise AnalyticsError(f"{where}: panels/{i}/filters: {exc}") from None
         panels.append(
             Panel(
                 title=raw["title"],
@@ -192,6 +233,7 @@ def parse_dashboard(text: str, *, path: Path) -> Dashboard:
                 params=params,
                 chart=chart,
                 description=raw.get("description", ""),
+                filters=panel_filters,
             )
         )
     return Dashboard(
@@ -200,6 +242,7 @@ def parse_dashboard(text: str, *, path: Path) -> Dashboard:
         description=data.get("description", ""),
         panels=tuple(panels),
         path=path,
+        filters=top_filters,
     )
 
 

@@ -45,6 +45,7 @@ from tracing.analytics._definitions import (
     normalize_intent,
     word_count,
 )
+from tracing.analytics._filters import Filters
 from tracing.analytics._source import ReadAgain, Source, open_source
 from tracing.analytics._structure import SessionRows, compute
 from tracing.ledger import Ledger
@@ -52,7 +53,7 @@ from tracing.ledger._files import FILE_MODE, create_private
 
 logger = logging.getLogger("tracing.analytics")
 
-DERIVE_VERSION: Final = "3"
+DERIVE_VERSION: Final = "4"
 """Bumped whenever a definition changes: a snapshot of another version is rebuilt."""
 _SNAPSHOT_VERSION: Final = f"{DERIVE_VERSION}/duckdb-{duckdb.__version__}"
 """What a snapshot must match: ``args_key`` is DuckDB's ``hash()``, which may change between
@@ -149,6 +150,8 @@ class Result:
     columns: tuple[str, ...]
     rows: list[tuple[Any, ...]]
     params: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    filters: Filters = field(default_factory=Filters)
+    """The filters the rows were computed with."""
 
     def records(self) -> list[dict[str, Any]]:
         """The rows as dicts."""
@@ -165,6 +168,17 @@ class Result:
     def to_json(self) -> str:
         """The rows as a JSON array of objects."""
         return json.dumps(self.records(), ensure_ascii=False, default=str)
+
+    def to_arrow(self) -> Any:
+        """The rows as a pyarrow Table (column types from the values)."""
+        pa = _pyarrow()
+        return pa.table(
+            {c: pa.array([r[i] for r in self.rows]) for i, c in enumerate(self.columns)}
+        )
+
+    def to_parquet(self, path: str | os.PathLike[str]) -> None:
+        """Write the rows as one Parquet file."""
+        importlib.import_module("pyarrow.parquet").write_table(self.to_arrow(), str(path))
 
     def to_pandas(self) -> Any:
         """The rows as a pandas DataFrame (needs pandas)."""
@@ -681,21 +695,30 @@ class Analytics:
 
     # --- answers -----------------------------------------------------------------------------
     def run(
-        self, name: str, params: Mapping[str, Any] | None = None, *, sync: bool = True
+        self,
+        name: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        filters: Filters | Mapping[str, Any] | None = None,
+        sync: bool = True,
     ) -> Result:
-        """Run analysis ``name`` with ``params`` (defaults for the rest).
+        """Run analysis ``name`` with ``params`` (defaults for the rest) over the calls that
+        pass ``filters`` (a ``Filters`` or a mapping such as ``{"since": "2026-01-01",
+        "tool": ["grep"]}``; docs/analytics.md says what a filter selects).
 
         Raises:
-            AnalyticsError: unknown analysis or bad parameter (one line).
+            AnalyticsError: unknown analysis, bad parameter or filter (one line).
         """
         analysis = get_analysis(name)
         resolved = analysis.resolve(params)
+        chosen = Filters.of(filters)
+        where, filter_binds = chosen.sql()
         with self._lock:
             if sync and time.monotonic() - self._synced_at >= self.options.max_staleness_seconds:
                 self._sync()
             self._ensure_loaded()
-            sql, binds = analysis.sql(resolved)
-            rows = self._db.execute(sql, binds).fetchall()
+            sql, binds = analysis.sql(resolved, where)
+            rows = self._db.execute(sql, binds | filter_binds).fetchall()
             if sync:
                 self._snapshot_if_due()
         return Result(
@@ -704,22 +727,52 @@ class Analytics:
             columns=analysis.columns(resolved),
             rows=rows,
             params=resolved,
+            filters=chosen,
         )
 
-    def dashboard(self, dashboard: Dashboard) -> list[tuple[Panel, Result]]:
+    def dashboard(
+        self,
+        dashboard: Dashboard,
+        *,
+        filters: Filters | Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> list[tuple[Panel, Result]]:
         """Every panel of a dashboard with its result (one sync; a panel that repeats another's
-        analysis and parameters reuses its rows)."""
+        analysis, parameters and filters reuses its rows).
+
+        ``filters`` are laid over the dashboard's and each panel's own (each field given
+        replaces the file's); ``params`` go to every panel whose analysis takes them (one that
+        no panel takes is an error).
+
+        Raises:
+            AnalyticsError: a bad filter, or a parameter no panel takes (one line).
+        """
+        given = Filters.of(filters)
+        extra = dict(params or {})
+        taken = {k for p in dashboard.panels for k in get_analysis(p.analysis).params}
+        unknown = sorted(set(extra) - taken)
+        if unknown:
+            raise AnalyticsError(
+                f"dashboard {dashboard.name}: no panel takes parameter {unknown[0]!r}"
+            )
         out: list[tuple[Panel, Result]] = []
         done: dict[str, Result] = {}
         with self._lock:
             if time.monotonic() - self._synced_at >= self.options.max_staleness_seconds:
                 self._sync()
             for panel in dashboard.panels:
-                resolved = get_analysis(panel.analysis).resolve(panel.params)
-                key = panel.analysis + json.dumps(resolved, sort_keys=True)
+                analysis = get_analysis(panel.analysis)
+                mine = {k: v for k, v in extra.items() if k in analysis.params}
+                resolved = analysis.resolve({**panel.params, **mine})
+                chosen = given.over(panel.filters.over(dashboard.filters))
+                key = json.dumps(
+                    [panel.analysis, resolved, chosen.as_dict()], sort_keys=True, default=list
+                )
                 result = done.get(key)
                 if result is None:
-                    result = done[key] = self.run(panel.analysis, resolved, sync=False)
+                    result = done[key] = self.run(
+                        panel.analysis, resolved, filters=chosen, sync=False
+                    )
                 out.append((panel, result))
             self._snapshot_if_due()
         return out

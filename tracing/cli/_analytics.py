@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
+import re
 from collections.abc import Generator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import click
@@ -46,11 +49,26 @@ def _analytics(url: str | None) -> Generator[Analytics]:
         engine.close()
 
 
+def readable_number(value: float) -> str:
+    """A float with about four significant digits and never an exponent (``14720``,
+    ``0.3333``, ``1.5``; ``1.472e+04`` reads badly in a table)."""
+    if not math.isfinite(value):
+        return str(value)
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = min(9, max(0, 3 - magnitude))
+    text = f"{value:.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return readable_number(value)
     return str(value)
 
 
@@ -101,16 +119,45 @@ def _results_json(title: str, panels: list[tuple[str, Result]]) -> str:
     )
 
 
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "panel"
+
+
+def _write_table(result: Result, fmt: str, path: Path) -> None:
+    if fmt == "csv":
+        path.write_text(result.to_csv(), encoding="utf-8")
+    elif fmt == "json":
+        path.write_text(result.to_json() + "\n", encoding="utf-8")
+    else:
+        result.to_parquet(path)
+
+
 @click.command()
 @click.argument("name", required=False)
 @ledger_option
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["table", "csv", "json"]),
+    type=click.Choice(["table", "csv", "json", "parquet"]),
     default="table",
     show_default=True,
-    help="csv: one block per panel, each after a '# title' line.",
+    help="csv/json/parquet: one table (an analysis, or the dashboard panel --panel picks); "
+    "with --output DIR a dashboard writes one file per panel. json without --panel: the whole "
+    "dashboard as one document.",
+)
+@click.option(
+    "--panel",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Only this panel of the dashboard (1 = the first).",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=True, path_type=Path),
+    default=None,
+    help="Write there instead of standard output: a file for one table, a folder (one file per "
+    "panel) for a dashboard. parquet needs it.",
 )
 @click.option(
     "--param",
@@ -118,8 +165,14 @@ def _results_json(title: str, panels: list[tuple[str, Result]]) -> str:
     "params",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Parameter of an analysis run by name (VALUE is JSON, else text).",
+    help="Parameter (VALUE is JSON, else text); for a dashboard, of every panel that takes it.",
 )
+@click.option("--since", default=None, metavar="TIME", help="Calls that started at/after (ISO).")
+@click.option("--until", default=None, metavar="TIME", help="Calls that started before (ISO).")
+@click.option("--agent", multiple=True, help="Calls of this agent (repeat for several).")
+@click.option("--tool", multiple=True, help="Calls of this tool (repeat for several).")
+@click.option("--session", multiple=True, help="Calls of this session (repeat for several).")
+@click.option("--status", multiple=True, help="Calls with this status (repeat for several).")
 @click.option(
     "--dashboards",
     "folder",
@@ -132,14 +185,23 @@ def report(  # noqa: PLR0917 - click passes options as arguments
     name: str | None,
     ledger_url: str | None,
     fmt: str,
+    panel: int | None,
+    output: Path | None,
     params: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    agent: tuple[str, ...],
+    tool: tuple[str, ...],
+    session: tuple[str, ...],
+    status: tuple[str, ...],
     folder: str | None,
     list_: bool,
 ) -> None:
     """Print a dashboard (or one analysis) over the ledger, as in the viewer's Analytics page.
 
     NAME is a dashboard (``intentrace report --list``) or an analysis run with its defaults
-    and any --param.
+    and any --param. --since/--until/--agent/--tool/--session/--status filter the calls
+    counted, over any filters the dashboard file sets.
     """
     package = _package()
     ANALYSES, AnalyticsError = package.ANALYSES, package.AnalyticsError
@@ -157,33 +219,83 @@ def report(  # noqa: PLR0917 - click passes options as arguments
             click.echo(f"{a.name:<18} analysis   {a.title}")
         return
     given = dict(_parse_param(p) for p in params)
+    raw_filters = {
+        k: v
+        for k, v in (
+            ("since", since),
+            ("until", until),
+            ("agent", list(agent)),
+            ("tool", list(tool)),
+            ("session", list(session)),
+            ("status", list(status)),
+        )
+        if v
+    }
+    if fmt == "parquet" and output is None:
+        raise click.UsageError("--format parquet writes a file: give --output PATH")
+    try:
+        filters = package.Filters.of(raw_filters)
+    except AnalyticsError as exc:
+        raise click.ClickException(str(exc)) from None
     if name in dashboards:
-        if given:
-            raise click.UsageError("--param applies to an analysis, not a dashboard")
         dashboard = dashboards[name]
+        if panel is not None and panel > len(dashboard.panels):
+            raise click.UsageError(f"{name} has {len(dashboard.panels)} panels (--panel {panel})")
         with _analytics(ledger_url) as engine:
-            results = [(p.title, r) for p, r in engine.dashboard(dashboard)]
+            results = [(p.title, r) for p, r in engine.dashboard(dashboard, filters=filters,
+                                                                   params=given)]  # fmt: skip
+        if panel is not None:
+            results = [results[panel - 1]]
         title = dashboard.title
+        single = panel is not None
     elif name in ANALYSES:
+        if panel is not None:
+            raise click.UsageError("--panel picks a panel of a dashboard, not of an analysis")
         with _analytics(ledger_url) as engine:
-            result = engine.run(name, given)
+            result = engine.run(name, given, filters=filters)
         results = [(result.title, result)]
         title = result.title
+        single = True
     else:
         known = ", ".join([*dashboards, *ANALYSES])
         raise click.ClickException(f"unknown dashboard or analysis {name!r} (known: {known})")
+    _emit(title, results, fmt, output, single=single)
+
+
+def _emit(
+    title: str, results: list[tuple[str, Result]], fmt: str, output: Path | None, *, single: bool
+) -> None:
+    if fmt == "table":
+        blocks = [f"{t}\n{format_table(r.columns, r.rows)}\n" for t, r in results]
+        if not single:  # an analysis (or one panel) is its own title
+            blocks.insert(0, f"{title}\n")
+        text = "\n".join(blocks).rstrip("\n") + "\n"
+        if output is None:
+            click.echo(text, nl=False)
+        else:
+            output.write_text(text, encoding="utf-8")
+        return
+    if single:
+        result = results[0][1]
+        if output is None:
+            click.echo(result.to_json() if fmt == "json" else result.to_csv().rstrip("\n"))
+        else:
+            _write_table(result, fmt, output)
+        return
+    if output is not None:
+        output.mkdir(parents=True, exist_ok=True)
+        for i, (panel_title, r) in enumerate(results, start=1):
+            path = output / f"{i:02d}-{_slug(panel_title)}.{fmt}"
+            _write_table(r, fmt, path)
+            click.echo(str(path))
+        return
     if fmt == "json":
         click.echo(_results_json(title, results))
         return
-    blocks: list[str] = []
-    for panel_title, r in results:
-        if fmt == "csv":
-            blocks.append(f"# {panel_title}\n{r.to_csv()}")
-        else:
-            blocks.append(f"{panel_title}\n{format_table(r.columns, r.rows)}\n")
-    if fmt == "table":
-        click.echo(f"{title}\n")
-    click.echo("\n".join(blocks).rstrip("\n"))
+    raise click.UsageError(
+        f"a dashboard has {len(results)} tables: pick one with --panel N, or write one file "
+        "per panel with --output DIR"
+    )
 
 
 @click.command()
