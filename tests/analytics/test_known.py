@@ -291,3 +291,55 @@ def test_failure_rate_known(
     hours = engine.run("failure_rate", {"bucket": "hour", "by": "tool"}, filters={"agent": "sub"})
     assert hours.rows == [("2026-01-02 00:00", "shell", 4, 3, 2, 2 / 3, 1)]
     assert hours.columns == ("bucket", "tool_name", *hours.columns[2:])
+
+
+@pytest.mark.parametrize(
+    ("intent", "normalized"),
+    [
+        ("Reading C# docs", "reading c# docs"),
+        ("Reading C docs", "reading c docs"),  # a near miss: never the same as C#
+        ("Fixing issue #42", "fixing issue ##"),
+        ("Reading src/app_2.py", "reading src app # py"),
+        ("Lesen: Straße — ﬁle", "lesen strasse file"),
+        ("  !!  ", None),
+    ],
+)
+def test_normalized_intent_keeps_hash(intent: str, normalized: str | None) -> None:
+    """The docs' rule for '#' (docs/analytics.md, normalized intent) is the code's."""
+    from tracing.analytics._definitions import normalize_intent
+
+    assert normalize_intent(intent) == normalized
+
+
+def test_copy_has_turn_parent_raw_intent_and_error(
+    store_url: str,
+    make_ledger: Callable[[str], Ledger],
+    make_analytics: Callable[..., Analytics],
+) -> None:
+    ledger = make_ledger(store_url)
+    write_all(
+        ledger,
+        [
+            call("p1", "spawn", "Asking a subagent", turn=2, agent="main"),
+            call(
+                "k1",
+                "grep",
+                "Looking for TODOs",
+                turn=2,
+                agent="sub",
+                parent="p1",
+                status="error",
+                error="grep: bad regex",
+            ),
+            call("h1", "grep", "Secret", hidden=True, turn=3),
+        ],
+    )
+    engine = make_analytics(store_url)
+    rows = engine.query(
+        "SELECT tool_call_id, turn, parent_call_id, agent_id, intent, error FROM calls ORDER BY 1"
+    ).rows
+    assert rows == [
+        ("h1", 3, None, None, None, None),
+        ("k1", 2, "p1", "sub", "Looking for TODOs", "grep: bad regex"),
+        ("p1", 2, None, "main", "Asking a subagent", None),
+    ]

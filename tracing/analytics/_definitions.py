@@ -1,7 +1,8 @@
 """Per-anchor definitions the analyses share (pure Python, applied once per anchor as it is copied).
 
 * ``normalize_intent``: NFKC, case-folded, every run of digits becomes ``#``, every run of other
-  characters that are not letters/digits becomes one space, trimmed; ``None`` when nothing is left.
+  characters that are not letters/digits/``#`` becomes one space, trimmed; ``None`` when nothing
+  is left. A literal ``#`` stays (``C#`` is a word): ``"Reading C# docs"`` -> ``"reading c# docs"``;
   ``"Reading src/app_2.py"`` -> ``"reading src app # py"``.
 * ``leading_phrase``: the first ``words`` words of the normalized intent.
 * ``canonical_args``: the args JSON parsed and re-serialized with sorted keys and no whitespace

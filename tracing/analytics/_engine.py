@@ -53,7 +53,7 @@ from tracing.ledger._files import FILE_MODE, create_private
 
 logger = logging.getLogger("tracing.analytics")
 
-DERIVE_VERSION: Final = "4"
+DERIVE_VERSION: Final = "5"
 """Bumped whenever a definition changes: a snapshot of another version is rebuilt."""
 _SNAPSHOT_VERSION: Final = f"{DERIVE_VERSION}/duckdb-{duckdb.__version__}"
 """What a snapshot must match: ``args_key`` is DuckDB's ``hash()``, which may change between
@@ -63,10 +63,14 @@ BASE_COLUMNS: Final[tuple[tuple[str, str], ...]] = (
     ("tool_call_id", "VARCHAR"),
     ("session_id", "VARCHAR"),
     ("seq", "BIGINT"),
+    ("turn", "BIGINT"),
     ("batch_id", "VARCHAR"),
+    ("parent_call_id", "VARCHAR"),
     ("agent_id", "VARCHAR"),
     ("tool_name", "VARCHAR"),
     ("status", "VARCHAR"),
+    ("intent", "VARCHAR"),
+    ("error", "VARCHAR"),
     ("start_ns", "BIGINT"),
     ("duration_ms", "DOUBLE"),
     ("updated_ns", "BIGINT"),
@@ -264,10 +268,14 @@ class _Deriver:
                 "tool_call_id": column("tool_call_id"),
                 "session_id": column("session_id"),
                 "seq": column("seq"),
+                "turn": column("turn"),
                 "batch_id": column("batch_id"),
+                "parent_call_id": column("parent_call_id"),
                 "agent_id": column("agent_id"),
                 "tool_name": tools,
                 "status": column("status"),
+                "intent": column("intent"),
+                "error": column("error"),
                 "start_ns": column("start_ns"),
                 "duration_ms": column("duration_ms"),
                 "updated_ns": column("updated_ns"),

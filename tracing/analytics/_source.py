@@ -29,11 +29,14 @@ SOURCE_COLUMNS: Final[tuple[str, ...]] = (
     "tool_call_id",
     "session_id",
     "seq",
+    "turn",
     "batch_id",
+    "parent_call_id",
     "agent_id",
     "tool_name",
     "intent",
     "status",
+    "error",
     "start_ns",
     "duration_ms",
     "args",
@@ -46,6 +49,7 @@ SOURCE_COLUMNS: Final[tuple[str, ...]] = (
 
 SOURCE_TYPES: Final[dict[str, str]] = {
     "seq": "int64",
+    "turn": "int64",
     "start_ns": "int64",
     "duration_ms": "float64",
     "updated_ns": "int64",
