@@ -171,7 +171,7 @@ def test_every_filter_against_the_reference(
     ]
     write_all(ledger, writes)
     engine = make_analytics(sqlite_url)
-    anchors = [{c: a[c] for c in ANCHOR_COLUMNS} for a in ledger.changed_since(-1)]  # type: ignore[literal-required]
+    anchors = [{c: a[c] for c in ANCHOR_COLUMNS} for a in ledger.changed_since(-1)]
     for filters in FILTERS:
         for name, params in CASES:
             fast = engine.run(name, params, filters=filters).rows
