@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any, Final
 
-from tracing import sanitize_label
 from tracing.ledger import Anchor, BlockInfo
 from tracing.status import (
     FRAME_TIMED_OUT,
@@ -24,19 +23,21 @@ from tracing.status import (
     frame_label,
     group_header,
 )
-
-LINE_CHARS: Final = 160
-"""Longest one-line label shown in a list (the full text is on hover and in the detail)."""
+from viewer._text import FRAMES, INTENT_CHARS, one_line
 
 PAGE_CALLS: Final = 100
 """Calls per page of a session (whole blocks; a page holds more when one block is bigger)."""
 
-"""Status marks in front of each call line (live calls are also marked by a badge)."""
 
+def split_frame(label: str) -> tuple[str, str]:
+    """``(head, framing)`` of a label: ``"Reading x · failed"`` -> ``("Reading x", " · failed")``.
 
-def one_line(text: str | None, max_chars: int = LINE_CHARS) -> str:
-    """Model-written text as one plain line, cut with ``…`` (``sanitize_label``)."""
-    return sanitize_label(text or "", max_chars=max_chars)
+    Rows cut the head (``INTENT_CHARS``) and always show the framing.
+    """
+    for frame in FRAMES:
+        if label.endswith(frame) and len(label) > len(frame):
+            return label[: -len(frame)], frame
+    return label, ""
 
 
 def call_label(anchor: Mapping[str, object]) -> str:
@@ -101,6 +102,20 @@ class Call:
         if self.child_latest:
             return f"{self.label} · {self.child_latest}"
         return self.label
+
+    @property
+    def parts(self) -> tuple[str, str]:
+        """``(head, framing)`` of the row: a row cuts the head and always shows the framing."""
+        head, frame = split_frame(self.label)
+        if self.child_latest:
+            return f"{head}{frame} · {self.child_latest}", ""
+        return head, frame
+
+    @property
+    def short(self) -> str:
+        """The row's text: the head cut to ``INTENT_CHARS``, the framing kept (one line)."""
+        head, frame = self.parts
+        return one_line(head, INTENT_CHARS) + frame
 
     @property
     def glyph(self) -> str:

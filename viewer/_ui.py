@@ -1,9 +1,10 @@
 """Shared pieces of the pages: plain-text rules, page links, the call row, deep-link focus.
 
 Plain text only. Anything that comes from the ledger (intents, outcomes, labels, tool names,
-agent and session ids, args, results, errors) is shown with ``st.text`` (one line with
-``wrap=False``: cut with an ellipsis, the full text on hover), ``st.code``/``st.json`` (the
-detail), ``st.dataframe`` or Altair — elements that never interpret Markdown or HTML. Elements
+agent and session ids, args, results, errors) passes the display sanitizer (``viewer._text``)
+and is shown with ``st.text`` (one line with ``wrap=False``: cut with an ellipsis, the full text
+on hover), ``st.code``/``st.json`` (the detail), ``st.dataframe`` or Altair — elements that never
+interpret Markdown or HTML. Elements
 whose labels are Markdown (expanders, page links, badges, captions, headers, metrics) only get
 our own fixed words and numbers. The one ``st.html`` with script runs our own code over hex
 digests of call ids, never stored text.
@@ -19,7 +20,8 @@ import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
 from tracing.status import Status
-from viewer._story import Call, format_duration, one_line
+from viewer._story import Call, format_duration
+from viewer._text import one_line
 
 _PAGES_KEY: Final = "_intentrace_pages"
 
@@ -45,20 +47,22 @@ def call_key(call_id: str) -> str:
     return "call-" + hashlib.sha1(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def link_to_call(session_id: str, call_id: str, *, label: str = "Open") -> None:
+def link_to_call(session_id: str, call_id: str, *, label: str = "Open", help: str = "") -> None:
     """A link that opens the Session page on one call (the deep link, in-app)."""
-    _link_to_session_page({SESSION_PARAM: session_id, ANCHOR_PARAM: call_id}, label)
+    _link_to_session_page({SESSION_PARAM: session_id, ANCHOR_PARAM: call_id}, label, help)
 
 
-def link_to_session(session_id: str, *, label: str = "Open") -> None:
-    _link_to_session_page({SESSION_PARAM: session_id}, label)
+def link_to_session(session_id: str, *, label: str = "Open", help: str = "") -> None:
+    _link_to_session_page({SESSION_PARAM: session_id}, label, help)
 
 
-def _link_to_session_page(query: dict[str, str], label: str) -> None:
+def _link_to_session_page(query: dict[str, str], label: str, help: str) -> None:
     target = page("session")
     if target is None:
         return
-    st.page_link(target, label=label, query_params=query, icon=":material/arrow_forward:", help="")
+    st.page_link(
+        target, label=label, query_params=query, icon=":material/arrow_forward:", help=help
+    )
 
 
 STATUS_WORDS: Final[Mapping[Status, str]] = {
@@ -90,9 +94,12 @@ def call_row(
     focused: bool = False,
     key: str | None = None,
 ) -> None:
-    """One call on one line: mark and label (plain text), tool, time, live badge, link."""
-    with st.container(horizontal=True, vertical_alignment="center", gap="small", key=key):
-        st.text(f"{call.glyph} {one_line(call.line)}", wrap=False, width="stretch")
+    """One call on one fixed-height line: mark and label (the intent cut to ``INTENT_CHARS``
+    with its framing, `` · failed``, `` · in background``, kept), tool, time, live badge, link.
+    The full label is in the detail and in the timeline's tooltip."""
+    row_key = key or "row-" + call_key(call.id)[5:]
+    with st.container(horizontal=True, vertical_alignment="center", gap="small", key=row_key):
+        st.text(f"{call.glyph} {call.short}", wrap=False, width="stretch")
         if call.live:
             took = format_duration(max(0.0, (now_ns - call.start_ns) / 1e6)) or "…"
         else:
@@ -150,5 +157,10 @@ def page_style() -> None:
         """<style>
 [class*="st-key-nest-"] { padding-left: 1.25rem; box-sizing: border-box; }
 [class*="st-key-head-"] [data-testid="stText"] { font-weight: 600; }
+/* call rows: one fixed-height line */
+[class*="st-key-row-"], [class*="st-key-call-"][data-testid="stHorizontalBlock"] {
+  height: 2.25rem; flex-wrap: nowrap; overflow: hidden;
+}
+
 </style>"""
     )

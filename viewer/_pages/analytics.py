@@ -12,7 +12,7 @@ from typing import Any
 import altair as alt
 import streamlit as st
 
-from viewer import _data
+from viewer import _data, _text
 
 DASHBOARD_PARAM = "dashboard"
 """Query parameter naming the dashboard shown (``/analytics?dashboard=failures``)."""
@@ -61,7 +61,7 @@ def _panel(dashboard: str, index: int, panel: Any, result: Any) -> None:
     st.subheader(panel.title)
     if panel.description:
         st.caption(panel.description)
-    frame = result.to_pandas()
+    frame = _text.frame(result.to_pandas())  # model-written cells: the display sanitizer
     chart = panel.chart
     if frame.empty:
         st.info("No rows (not enough calls yet for this analysis).")

@@ -16,7 +16,8 @@ import streamlit as st
 from tracing.ledger import Anchor
 from tracing.status import Status, group_header
 from viewer import _data
-from viewer._story import count_text, one_line, to_call
+from viewer._story import count_text, to_call
+from viewer._text import one_line, short_label
 from viewer._ui import call_key, call_row, link_to_session
 
 LIVE_REFRESH_S: Final = 2.0
@@ -76,7 +77,7 @@ def _live(url: str) -> None:
                 with st.container(
                     horizontal=True, vertical_alignment="center", key=f"head-{digest}"
                 ):
-                    st.text(one_line(header), wrap=False, width="stretch")
+                    st.text(short_label(header), wrap=False, width="stretch")
                     st.caption(count_text(len(calls), live=len(calls)))
                 for call in calls:
                     call_row(call, session_id=session_id, now_ns=now_ns, key=call_key(call.id))

@@ -26,9 +26,10 @@ from viewer._story import (
     call_label,
     count_text,
     format_duration,
-    one_line,
     turns,
 )
+from viewer._text import block as plain
+from viewer._text import one_line, short_label, structure
 from viewer._ui import (
     ANCHOR_PARAM,
     SESSION_PARAM,
@@ -135,7 +136,7 @@ def _summary(url: str, info: SessionInfo, story: Story) -> None:
         st.metric("Turns", info["last_turn"] or 0)
         st.metric("Agents", len(info["agents"]))
         if story.start_ns is not None and story.end_ns is not None:
-            st.metric("Span", format_duration((story.end_ns - story.start_ns) / 1e6) or "0 ms")
+            st.metric("Duration", format_duration((story.end_ns - story.start_ns) / 1e6) or "0 ms")
     if info["agents"]:
         st.text("Agents: " + one_line(", ".join(info["agents"]), 300), wrap=False)
     if info["dropped"]:
@@ -203,7 +204,7 @@ def _block(view: _View, block: Block) -> None:
     digest = call_key(f"{view.story.session_id}\x00{block.key}")[5:]
     with st.container(border=True, key=f"block-{digest}"):
         with st.container(horizontal=True, vertical_alignment="center", key=f"head-{digest}"):
-            st.text(one_line(block.header), wrap=False, width="stretch")
+            st.text(short_label(block.header), wrap=False, width="stretch")
             st.caption(count_text(*block.counts()))
         for call in block.calls:
             _call(view, call)
@@ -275,9 +276,9 @@ def _payload(title: str, raw: str | None) -> None:
         except ValueError:
             value = None
         if isinstance(value, dict | list):
-            st.json(value, expanded=2)
+            st.json(structure(value), expanded=2)
             return
-    st.code(text, language=None, wrap_lines=True)
+    st.code(plain(text), language=None, wrap_lines=True)
     if cut:
         st.caption(f"Cut at {MAX_PAYLOAD_CHARS:,} of {len(raw):,} characters.")
 
@@ -295,41 +296,43 @@ def _detail_body(a: Anchor) -> None:
     status = a["status"]
     facts = [
         f"Status: {STATUS_WORDS.get(status, status)} ({status})",
-        f"Tool: {a['tool_name']}",
-        f"Agent: {a['agent_id'] or '—'}",
+        f"Tool: {one_line(a['tool_name'], 200)}",
+        f"Agent: {one_line(a['agent_id'], 200) or '—'}",
         f"Turn: {a['turn'] if a['turn'] is not None else '—'}",
         f"Sequence: {a['seq']}"
         + (f" · settled at {a['settle_seq']}" if a["settle_seq"] is not None else ""),
         f"Started: {_when(a['start_ns'])}",
         f"Ended: {_when(a['end_ns'])}",
         f"Duration: {format_duration(a['duration_ms']) or '—'}",
-        f"Call id: {a['tool_call_id']}",
+        f"Call id: {one_line(a['tool_call_id'], 200)}",
     ]
     if a["batch_id"]:
-        facts.append(f"Block: {a['batch_id']}")
+        facts.append(f"Block: {one_line(a['batch_id'], 200)}")
     if a["parent_call_id"]:
-        facts.append(f"Spawned by: {a['parent_call_id']}")
+        facts.append(f"Spawned by: {one_line(a['parent_call_id'], 200)}")
     if a["trace_id"]:
-        facts.append(f"Trace: {a['trace_id']}  span: {a['span_id'] or '—'}")
+        facts.append(
+            f"Trace: {one_line(a['trace_id'], 200)}  span: {one_line(a['span_id'], 200) or '—'}"
+        )
     redaction = _redaction_text(a["redaction"])
     if redaction:
         facts.append(f"Redaction: {redaction}")
     with st.container(border=True, key="call-detail"):
         st.caption("Label")
-        st.text(call_label(a))
+        st.text(plain(call_label(a)))
         if a["intent"]:
             st.caption("Intent")
-            st.text(a["intent"])
+            st.text(plain(a["intent"]))
         elif status not in LIVE_STATUSES or a["redaction"]:
             st.caption("Intent")
             st.text("(none: the call carries no visible intent)")
         if a["outcome"]:
             st.caption("Outcome")
-            st.text(a["outcome"])
+            st.text(plain(a["outcome"]))
         st.text("\n".join(facts))
         if a["error"]:
             st.caption("Error")
-            st.code(a["error"], language=None, wrap_lines=True)
+            st.code(plain(a["error"]), language=None, wrap_lines=True)
         _payload("Arguments (as the redaction policy left them)", a["args"])
         _payload("Result (as the redaction policy left it)", a["result"])
 
@@ -344,9 +347,9 @@ def _timeline_frame(story: Story, blocks: list[Block], now_ns: int) -> pd.DataFr
                 rows.append(
                     {
                         "row": f"{call.seq:09d}",
-                        "label": ("↳ " * call.depth) + one_line(call.label, 80),
+                        "label": ("↳ " * call.depth) + short_label(call.label, 60),
                         "full": one_line(call.line, 300),
-                        "tool": call.tool_name,
+                        "tool": one_line(call.tool_name, 80),
                         "status": call.status,
                         "start_s": (call.start_ns - origin) / 1e9,
                         "end_s": max((end - origin) / 1e9, (call.start_ns - origin) / 1e9),
@@ -406,8 +409,8 @@ def _checkpoints(story: Story) -> None:
         {
             "seq": [c.seq for c in rows],
             "turn": [c.turn for c in rows],
-            "checkpoint": [one_line(c.label, 200) for c in rows],
-            "tool": [c.tool_name for c in rows],
+            "checkpoint": [short_label(c.label, 200) for c in rows],
+            "tool": [one_line(c.tool_name, 80) for c in rows],
             "status": [c.status for c in rows],
             "duration": [format_duration(c.duration_ms) for c in rows],
         }

@@ -12,7 +12,8 @@ import streamlit as st
 
 from tracing.status import STATUSES
 from viewer import _data
-from viewer._story import call_label, one_line
+from viewer._story import call_label
+from viewer._text import frame, one_line, short_label
 from viewer._ui import SESSION_PARAM, link_to_call, page
 
 PAGE_SIZES: Final = (25, 50, 100)
@@ -23,6 +24,11 @@ MATCHING_CALLS: Final = 10
 
 def _choice(value: object) -> str | None:
     return None if value in (None, _ALL) else str(value)
+
+
+def _option(value: object) -> str:
+    """A filter choice as shown (stored text: the display sanitizer; the value is kept)."""
+    return one_line(value, 80) or "(blank)"
 
 
 def _when(ns: int | None) -> datetime | None:
@@ -44,7 +50,7 @@ def _table(rows: list[_data.SessionInfo]) -> pd.DataFrame:
         "tools": [", ".join(r["tools"]) for r in rows],
         "last activity": [_when(r["last_ns"]) for r in rows],
     }
-    return pd.DataFrame(columns)
+    return frame(pd.DataFrame(columns))
 
 
 def render() -> None:
@@ -65,8 +71,8 @@ def _filters(url: str) -> tuple[str | None, str | None, str | None]:
     if not section.open:
         return None, None, None
     with section, st.container(horizontal=True):
-        agent = st.selectbox("Agent", [_ALL, *_data.agents(url)], key="agent")
-        tool = st.selectbox("Tool", [_ALL, *_data.tools(url)], key="tool")
+        agent = st.selectbox("Agent", [_ALL, *_data.agents(url)], key="agent", format_func=_option)
+        tool = st.selectbox("Tool", [_ALL, *_data.tools(url)], key="tool", format_func=_option)
         status = st.selectbox("Status", [_ALL, *STATUSES], key="status")
     return _choice(agent), _choice(tool), _choice(status)
 
@@ -136,7 +142,7 @@ def _matching_calls(url: str, text: str) -> None:
         return
     for anchor in found:
         with st.container(horizontal=True, vertical_alignment="center"):
-            st.text(one_line(call_label(anchor)), wrap=False, width="stretch")
+            st.text(short_label(call_label(anchor)), wrap=False, width="stretch")
             st.text(one_line(anchor["session_id"] or "(no session)", 40), width="content")
             link_to_call(anchor["session_id"], anchor["tool_call_id"])
 
