@@ -7,12 +7,15 @@ call (``?session=…&anchor=<toolCallId>``) opens the Session page, whichever pa
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 import streamlit as st
 
 from viewer._pages import analytics, live, session, sessions
 from viewer._ui import ANCHOR_PARAM, SESSION_PARAM, page_style, remember_pages
+
+_ROUTED_KEY: Final = "_intentrace_routed"
+"""Set once the router has run in this browser tab (deep links are followed on the first run)."""
 
 
 class PageSpec(NamedTuple):
@@ -49,8 +52,11 @@ def main() -> None:
     current = st.navigation(list(pages.values()))
     target = pages["session"]
     params = st.query_params
-    if current is not target and (SESSION_PARAM in params or ANCHOR_PARAM in params):
-        # A pasted deep link (``/?session=…&anchor=…``) or one followed from another page.
+    first_run = not st.session_state.get(_ROUTED_KEY)
+    st.session_state[_ROUTED_KEY] = True
+    if first_run and current is not target and (SESSION_PARAM in params or ANCHOR_PARAM in params):
+        # A pasted deep link (``/?session=…&anchor=…``): only on a tab's first run, so that
+        # Back/Forward onto a page whose URL still names a session stays on that page.
         st.switch_page(target, query_params=params.to_dict())
     page_style()
     current.run()

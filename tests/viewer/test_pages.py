@@ -9,7 +9,7 @@ import pytest
 from streamlit import dataframe_util
 from streamlit.testing.v1 import AppTest
 
-from tests.viewer.conftest import captions, run_app, texts
+from tests.viewer.conftest import captions, open_page, run_app, texts
 from tests.viewer.fixture_ledger import AUTH, BULK_SESSIONS, LIVE, XSS, XSS_INTENT
 from viewer._ui import call_key
 
@@ -104,6 +104,23 @@ def test_selecting_a_session_row_opens_it() -> None:
     at.run()
     assert [t.value for t in at.title] == ["Session"]
     assert at.query_params["session"] == AUTH
+
+
+def test_back_to_sessions_stays_on_sessions() -> None:
+    """Back from a session opened from the table: the Sessions page again (same tab), whose
+    URL may still name the session, is not bounced to the Session page, nor re-opened by the
+    table's old selection."""
+    at = run_app()
+    rows = list(at.dataframe[0].value["session"])
+    at.session_state["sessions_table"] = {
+        "selection": {"rows": [rows.index(AUTH)], "columns": [], "cells": []}
+    }
+    at.run()
+    assert [t.value for t in at.title] == ["Session"]
+    open_page(at, "sessions")  # what the browser's Back does: the page of the earlier URL
+    at.query_params["session"] = AUTH
+    at.run()
+    assert [t.value for t in at.title] == ["Sessions"]
 
 
 # --- Session: story --------------------------------------------------------------------------

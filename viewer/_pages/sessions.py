@@ -124,6 +124,8 @@ def _sessions(url: str) -> None:
         target = page("session")
         if chosen and target is not None:
             session_id = rows[chosen[0]]["session_id"]
+            # forget the selection: coming Back to this page must not open the session again
+            del st.session_state["sessions_table"]
             st.switch_page(target, query_params={SESSION_PARAM: session_id})
     elif total == 0 and where == _data.SessionFilter():
         st.info("The ledger has no sessions yet. Record some calls, or run `intentrace demo`.")
