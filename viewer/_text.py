@@ -96,7 +96,7 @@ def structure(value: Any) -> Any:
     if isinstance(value, str):
         return block(value)
     if isinstance(value, Mapping):
-        items: Mapping[Any, Any] = value  # pyright: ignore[reportUnknownVariableType]
+        items: Mapping[Any, Any] = value
         out: dict[str, Any] = {}
         for k, v in items.items():
             key = block(str(k))
@@ -105,7 +105,7 @@ def structure(value: Any) -> Any:
             out[key] = structure(v)
         return out
     if isinstance(value, list | tuple):
-        seq: list[Any] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+        seq: list[Any] = list(value)
         return [structure(v) for v in seq]
     return value
 
@@ -115,7 +115,7 @@ def cell(value: Any) -> Any:
     if isinstance(value, str):
         return one_line(value, 4096)
     if isinstance(value, list | tuple):
-        seq: list[Any] = list(value)  # pyright: ignore[reportUnknownArgumentType]
+        seq: list[Any] = list(value)
         return ", ".join(one_line(v, 4096) for v in seq)
     return value
 

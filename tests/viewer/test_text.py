@@ -60,9 +60,9 @@ _JSON = st.recursive(
 
 def _shape(value: Any) -> Any:
     if isinstance(value, dict):
-        return ("dict", len(value))  # pyright: ignore[reportUnknownArgumentType]
+        return ("dict", len(value))
     if isinstance(value, list):
-        return [_shape(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+        return [_shape(v) for v in value]
     return type(value).__name__
 
 
@@ -78,10 +78,10 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        pairs: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
+        pairs: dict[str, Any] = value
         return [s for k, v in pairs.items() for s in (k, *_strings(v))]
     if isinstance(value, list):
-        items: list[Any] = value  # pyright: ignore[reportUnknownVariableType]
+        items: list[Any] = value
         return [s for v in items for s in _strings(v)]
     return []
 
