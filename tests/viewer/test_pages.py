@@ -92,7 +92,11 @@ def test_sessions_search_by_intent_text_lists_matching_calls() -> None:
     # a search that matches nothing says so
     at.text_input(key="q").input("no such words anywhere").run()
     assert not at.dataframe
-    assert any(i.value == "No session matches these filters." for i in at.info)
+    assert [i.value for i in at.info] == [
+        "No session has a call whose intent, outcome or label contains this text:"
+    ]
+    assert "no such words anywhere" in texts(at)
+    assert not [c for c in captions(at) if c.startswith("Sessions 0")]
 
 
 def test_selecting_a_session_row_opens_it() -> None:
@@ -219,7 +223,7 @@ def test_deep_link_opens_the_call_with_its_detail_and_focus() -> None:
     assert "Looking for down-migrations" in detail  # its intent
     facts = next(t for t in detail if t.startswith("Status:"))
     assert "Agent: reviewer" in facts
-    assert "Spawned by: c8" in facts
+    assert "Spawned by: c8" in detail  # beside a link to the spawning call
     assert "Sequence: 17 · settled at 19" in facts
     assert at.json[0].proto.body == '{"query": "args of c10"}'
     # the browser is told to highlight and scroll to exactly that call
@@ -256,8 +260,17 @@ def test_detail_of_a_redacted_call() -> None:
 def test_unknown_session_and_foreign_anchor() -> None:
     at = run_app({"session": "no-such-session"})
     assert at.warning[0].value == "The ledger has no session with this id:"
+    assert [p.label for p in at.page_link] == ["Back to the sessions"]
     at = run_app({"session": XSS, "anchor": "c1"})
     assert at.warning[0].value == "The linked call is not part of this session:"
+
+
+def test_unknown_anchor_says_so_and_opens_no_other_session() -> None:
+    at = run_app({"anchor": "nope"})
+    assert [t.value for t in at.title] == ["Session"]
+    assert at.warning[0].value == "The ledger has no call with this id:"
+    assert "nope" in texts(at)
+    assert not at.metric  # no session (not the latest one) was opened
 
 
 def test_session_page_without_a_session_opens_the_latest() -> None:
@@ -309,3 +322,11 @@ def test_live_page_lists_calls_in_flight_across_sessions() -> None:
     assert badges(at) == ["live", "live", "live", "live · background", "live · writing"]
     details = [p for p in at.page_link if p.value == "Details"]
     assert len(details) == 5
+
+
+def test_subagent_shows_its_agent_and_links_both_ways() -> None:
+    at = run_app({"session": AUTH, "anchor": "c10"})
+    assert "Subagent: reviewer" in texts(at)
+    links = {p.label: p for p in at.page_link}
+    assert "Open its thread" in links and "Open the spawning call" in links
+    assert "Spawned by: c8" in texts(at)

@@ -37,6 +37,8 @@ from viewer._ui import (
     call_key,
     call_row,
     focus,
+    link_to_call,
+    page,
 )
 
 MAX_PAYLOAD_CHARS: Final = 200_000
@@ -70,6 +72,11 @@ def render() -> None:
     try:
         if session_id is None and anchor is not None:
             session_id = _data.session_of(url, anchor)
+            if session_id is None:
+                st.warning("The ledger has no call with this id:", icon=":material/search_off:")
+                st.text(one_line(anchor, 200))
+                _back_to_sessions()
+                return
         if session_id is None:
             session_id = _data.latest_session(url)
         info = _data.session_info(url, session_id) if session_id is not None else None
@@ -81,8 +88,9 @@ def render() -> None:
         st.info("The ledger has no sessions yet. Record some calls, or run `intentrace demo`.")
         return
     if info is None:
-        st.warning("The ledger has no session with this id:")
-        st.text(session_id)
+        st.warning("The ledger has no session with this id:", icon=":material/search_off:")
+        st.text(one_line(session_id, 200))
+        _back_to_sessions()
         return
     # The URL names what is shown (also after an in-page link, which does not update it).
     st.query_params[SESSION_PARAM] = session_id
@@ -92,6 +100,12 @@ def render() -> None:
         _live_session(url, session_id, anchor)  # refreshes itself while calls are live
     else:
         _session(url, session_id, anchor, info)
+
+
+def _back_to_sessions() -> None:
+    target = page("sessions")
+    if target is not None:
+        st.page_link(target, label="Back to the sessions", icon=":material/list:")
 
 
 def _ledger_error(exc: Exception) -> None:
@@ -229,6 +243,15 @@ def _call(view: _View, call: Call) -> None:
                 icon=":material/subdirectory_arrow_right:",
             ),
         ):
+            agents = sorted({c.agent_id for b in call.children for c in b.calls if c.agent_id})
+            with st.container(horizontal=True, vertical_alignment="center"):
+                st.text(
+                    "Subagent: " + (one_line(", ".join(agents), 120) or "(no agent id)"),
+                    wrap=False,
+                    width="stretch",
+                )
+                first = call.children[0].calls[0]
+                link_to_call(session_id, first.id, label="Open its thread")
             for block in call.children:
                 _block(view, block)
 
@@ -308,8 +331,7 @@ def _detail_body(a: Anchor) -> None:
     ]
     if a["batch_id"]:
         facts.append(f"Block: {one_line(a['batch_id'], 200)}")
-    if a["parent_call_id"]:
-        facts.append(f"Spawned by: {one_line(a['parent_call_id'], 200)}")
+    parent = a["parent_call_id"]
     if a["trace_id"]:
         facts.append(
             f"Trace: {one_line(a['trace_id'], 200)}  span: {one_line(a['span_id'], 200) or '—'}"
@@ -330,6 +352,10 @@ def _detail_body(a: Anchor) -> None:
             st.caption("Outcome")
             st.text(plain(a["outcome"]))
         st.text("\n".join(facts))
+        if parent:
+            with st.container(horizontal=True, vertical_alignment="center"):
+                st.text("Spawned by: " + one_line(parent, 200), wrap=False, width="content")
+                link_to_call(a["session_id"], parent, label="Open the spawning call")
         if a["error"]:
             st.caption("Error")
             st.code(plain(a["error"]), language=None, wrap_lines=True)

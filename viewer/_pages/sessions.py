@@ -99,9 +99,9 @@ def _sessions(url: str) -> None:
     offset = (min(number, pages) - 1) * size
     rows = _data.sessions_page(url, where, size, offset)
 
-    first, last = (offset + 1, offset + len(rows)) if rows else (0, 0)
-    st.caption(f"Sessions {first}–{last} of {total}. Select a row to open the session.")
     if rows:
+        first, last = offset + 1, offset + len(rows)
+        st.caption(f"Sessions {first}–{last} of {total}. Select a row to open the session.")
         picked: Any = st.dataframe(
             _table(rows),
             hide_index=True,
@@ -129,6 +129,9 @@ def _sessions(url: str) -> None:
             st.switch_page(target, query_params={SESSION_PARAM: session_id})
     elif total == 0 and where == _data.SessionFilter():
         st.info("The ledger has no sessions yet. Record some calls, or run `intentrace demo`.")
+    elif search:
+        st.info("No session has a call whose intent, outcome or label contains this text:")
+        st.text(one_line(search, 200))
     else:
         st.info("No session matches these filters.")
 
