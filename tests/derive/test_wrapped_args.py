@@ -54,7 +54,8 @@ def wrapped(draw: st.DrawFn) -> tuple[Any, Any]:
         if how == "args":
             if budget < 2:
                 continue
-            with_it, without = [with_it], [without]
+            if not isinstance(with_it, list):  # positional args already are the list
+                with_it, without = [with_it], [without]
             budget -= 1
         budget -= 1
         others = {"args": []} if how == "kwargs" and draw(st.booleans()) else {}

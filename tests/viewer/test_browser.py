@@ -109,7 +109,7 @@ def tab(browser_tab: Tab) -> Any:
 
 def focused(tab: Any, call_id: str) -> Any:
     selector = f".st-key-{call_key(call_id)}[data-focused='1']"
-    return tab.wait_for_selector(selector, timeout=20_000)
+    return tab.wait_for_selector(selector, timeout=60_000)  # a loaded CI machine is slow
 
 
 def in_viewport(tab: Any, element: Any) -> bool:
