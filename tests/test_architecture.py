@@ -5,7 +5,9 @@
 * an import done inside a function keeps an optional extra (or a heavy import) lazy and says so
   in a comment; our own modules are imported at the top;
 * every third-party package the code imports is declared in pyproject.toml (core or the extra
-  that needs it), and every declared core dependency is used.
+  that needs it), and every declared core dependency is used;
+* every third-party package the tests and benchmarks import is declared too (the ``dev``
+  dependency group, PEP 735, or what the code declares).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,8 +32,8 @@ OURS = frozenset(PACKAGES)
 LAZY_OURS = frozenset({"tracing.analytics"})
 
 
-def _sources() -> list[Path]:
-    return sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
+def _sources(packages: tuple[str, ...] = PACKAGES) -> list[Path]:
+    return sorted(p for pkg in packages for p in (ROOT / pkg).rglob("*.py"))
 
 
 def _imports(tree: ast.AST) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
@@ -97,25 +100,47 @@ def test_imports_inside_functions_keep_an_extra_lazy_and_say_so() -> None:
     assert problems == [], "\n".join(problems)
 
 
+def _names(requirements: list[str]) -> set[str]:
+    out: set[str] = set()
+    for req in requirements:
+        m = re.match(r"[A-Za-z0-9_.\-]+", req)
+        assert m is not None, req
+        if not m.group().startswith("intentrace"):
+            out.add(re.sub(r"[-_.]+", "-", m.group()).lower())
+    return out
+
+
+def _pyproject() -> dict[str, Any]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
 def _declared() -> tuple[set[str], dict[str, set[str]]]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    project = _pyproject()["project"]
+    extras = {k: _names(v) for k, v in project.get("optional-dependencies", {}).items()}
+    assert "dev" not in extras, "the test tools are the `dev` dependency group, not an extra"
+    return _names(project["dependencies"]), extras
 
-    def names(requirements: list[str]) -> set[str]:
-        out: set[str] = set()
-        for req in requirements:
-            m = re.match(r"[A-Za-z0-9_.\-]+", req)
-            assert m is not None, req
-            if not m.group().startswith("intentrace"):
-                out.add(re.sub(r"[-_.]+", "-", m.group()).lower())
-        return out
 
-    extras = {k: names(v) for k, v in project.get("optional-dependencies", {}).items()}
-    return names(project["dependencies"]), extras
+def _group(name: str) -> set[str]:
+    """The requirements of a PEP 735 dependency group, its ``include-group`` entries followed."""
+    groups: dict[str, list[str | dict[str, str]]] = _pyproject()["dependency-groups"]
+    out: set[str] = set()
+    for item in groups[name]:
+        out |= _group(item["include-group"]) if isinstance(item, dict) else _names([item])
+    return out
 
 
 @functools.cache
 def _packages_distributions() -> dict[str, list[str]]:
     return dict(importlib.metadata.packages_distributions())
+
+
+def _requires(distribution: str) -> set[str]:
+    try:
+        requires = importlib.metadata.requires(distribution) or []
+    except importlib.metadata.PackageNotFoundError:
+        return set()
+    return _names([r for r in requires if "extra ==" not in r])
 
 
 def _distributions_of(module: str) -> set[str]:
@@ -126,35 +151,10 @@ def _distributions_of(module: str) -> set[str]:
 def test_declared_dependencies_match_the_imports() -> None:
     core, extras = _declared()
     every_extra = set().union(*extras.values())
-    imported: dict[str, set[str]] = {}
-    for path in _sources():
-        for node, _ in _imports(ast.parse(path.read_text())):
-            for name in _module_names(node):
-                top = name.split(".")[0]
-                if not top or top in OURS or top in sys.stdlib_module_names:
-                    continue
-                # ``opentelemetry``/``google`` are namespace packages: resolve the submodule
-                key = ".".join(name.split(".")[:2]) if top in ("opentelemetry", "google") else top
-                imported.setdefault(key, set()).add(str(path.relative_to(ROOT)))
     missing: list[str] = []
     used: set[str] = set()
-    for module, files in sorted(imported.items()):
-        top = module.split(".")[0]
-        dists = _distributions_of(top)
-        if module.startswith("opentelemetry.proto"):
-            dists = {"opentelemetry-proto"}
-        elif module.startswith("google.protobuf"):
-            dists = {"protobuf"}
-        elif module.startswith("google.rpc"):
-            dists = {"googleapis-common-protos"}
-        elif top == "opentelemetry":
-            # the API, SDK and exporter distributions all provide ``opentelemetry``
-            dists &= {
-                "opentelemetry-api",
-                "opentelemetry-sdk",
-                "opentelemetry-exporter-otlp-proto-http",
-                "opentelemetry-semantic-conventions",
-            }
+    for module, files in sorted(_third_party_imports(PACKAGES).items()):
+        dists = _distributions(module)
         declared = dists & (core | every_extra)
         used |= declared
         if not declared:
@@ -162,6 +162,60 @@ def test_declared_dependencies_match_the_imports() -> None:
     assert missing == [], "imported but not declared in pyproject.toml:\n" + "\n".join(missing)
     # every core dependency is imported somewhere (the API comes with the SDK)
     assert core - used - {"opentelemetry-api"} == set()
+
+
+def test_tests_and_benchmarks_import_only_what_the_dev_group_declares() -> None:
+    """``pip install -e '.[all,taps]' --group dev`` (scripts/test.sh) brings every package the
+    tests and benchmarks import."""
+    core, extras = _declared()
+    declared = core | set().union(*extras.values()) | _group("dev")
+    # what a declared distribution requires comes with it (``logfire`` is ``logfire-sdk``'s)
+    declared |= {r for d in declared for r in _requires(d)}
+    ours = OURS | {"tests", "bench"}
+    missing = [
+        f"{module} ({', '.join(sorted(files)[:3])}): from {sorted(dists)}"
+        for module, files in sorted(_third_party_imports(("tests", "bench"), ours).items())
+        if not (dists := _distributions(module)) & declared
+    ]
+    assert missing == [], "imported but not declared in pyproject.toml:\n" + "\n".join(missing)
+
+
+def _third_party_imports(
+    packages: tuple[str, ...], ours: frozenset[str] = OURS
+) -> dict[str, set[str]]:
+    """Each third-party module the files below ``packages`` import, with the files."""
+    imported: dict[str, set[str]] = {}
+    for path in _sources(packages):
+        for node, _ in _imports(ast.parse(path.read_text())):
+            for name in _module_names(node):
+                top = name.split(".")[0]
+                if not top or top in ours or top in sys.stdlib_module_names:
+                    continue
+                # ``opentelemetry``/``google`` are namespace packages: resolve the submodule
+                key = ".".join(name.split(".")[:2]) if top in ("opentelemetry", "google") else top
+                imported.setdefault(key, set()).add(str(path.relative_to(ROOT)))
+    return imported
+
+
+def _distributions(module: str) -> set[str]:
+    """The distributions that may provide ``module``."""
+    if module.startswith("opentelemetry.proto"):
+        return {"opentelemetry-proto"}
+    if module.startswith("google.protobuf"):
+        return {"protobuf"}
+    if module.startswith("google.rpc"):
+        return {"googleapis-common-protos"}
+    top = module.split(".", maxsplit=1)[0]
+    dists = _distributions_of(top)
+    if top == "opentelemetry":
+        # the API, SDK and exporter distributions all provide ``opentelemetry``
+        dists &= {
+            "opentelemetry-api",
+            "opentelemetry-sdk",
+            "opentelemetry-exporter-otlp-proto-http",
+            "opentelemetry-semantic-conventions",
+        }
+    return dists
 
 
 @pytest.mark.parametrize("package", PACKAGES)
