@@ -151,13 +151,12 @@ def test_a_read_failing_part_way_is_read_again_row_by_row(tmp_path: Path, monkey
 
     def first_batch_then_fail(
         self: SQLiteSource,
-        module: Any,
         sql: str,
         batches: queue.Queue[Any],
         stop: threading.Event,
     ) -> None:
         one: queue.Queue[Any] = queue.Queue()
-        real(self, module, sql, one, threading.Event())
+        real(self, sql, one, threading.Event())
         batches.put(one.get())
         batches.put(OSError("disk I/O error"))
 

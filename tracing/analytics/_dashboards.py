@@ -17,18 +17,20 @@ with the same name replaces a built-in one. The schema is generated from the ana
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from tracing.analytics._analyses import ANALYSES, Analysis, AnalyticsError
 from tracing.analytics._filters import FILTER_KEYS, Filters
 from tracing.environment_variables import INTENTRACE_DASHBOARDS
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 CHART_TYPES: Final = ("bar", "line", "table")
 
@@ -176,12 +178,14 @@ def dashboard_schema() -> dict[str, Any]:
     }
 
 
-_validators: list[Any] = []
+_validators: list[Validator] = []
 
 
-def _validator() -> Any:
+def _validator() -> Validator:
     if not _validators:
-        validators: Any = importlib.import_module("jsonschema.validators")
+        # jsonschema is slow to import: only once a dashboard file is read
+        from jsonschema import validators
+
         schema = dashboard_schema()
         _validators.append(validators.validator_for(schema)(schema))
     return _validators[0]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import importlib
 import io
 import json
 import logging
@@ -28,6 +27,8 @@ from typing import Any, Final
 
 import duckdb
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from tracing.analytics._analyses import (
     FAILED_SQL,
@@ -102,10 +103,6 @@ _SKIP_KNOWN: Final = (
 )
 _BASE: Final = ", ".join(c for c, _ in BASE_COLUMNS)
 _CALLS_DDL: Final = "CREATE TABLE calls (" + ", ".join(f"{c} {t}" for c, t in CALLS_COLUMNS) + ")"
-
-
-def _pyarrow() -> Any:
-    return importlib.import_module("pyarrow")
 
 
 @dataclass(frozen=True)
@@ -186,12 +183,10 @@ class Result:
 
     def to_pandas(self) -> Any:
         """The rows as a pandas DataFrame (needs pandas)."""
-        pandas: Any = importlib.import_module("pandas")
+        # pandas takes a few tenths of a second to import: only when a DataFrame is asked for
+        import pandas
+
         return pandas.DataFrame.from_records(self.rows, columns=list(self.columns))
-
-
-def _pyarrow_compute() -> Any:
-    return importlib.import_module("pyarrow.compute")
 
 
 def _intent_columns(intent: str | None) -> tuple[str | None, str | None, int, int]:
@@ -225,7 +220,6 @@ class _Deriver:
     def _per_distinct(
         self, values: Any, cache: dict[Any, Any], fn: Any, types: Sequence[Any]
     ) -> list[Any]:
-        pa, pc = _pyarrow(), _pyarrow_compute()
         encoded = values.dictionary_encode()
         derived = _cached(cache, fn, encoded.dictionary.to_pylist())
         if len(types) == 1:
@@ -244,7 +238,6 @@ class _Deriver:
         """Source anchors (an Arrow table, ``SOURCE_COLUMNS``) -> an Arrow table of the base
         columns but ``names_tool`` and ``args_key``, plus ``tool_norm`` and ``args_canon``
         from which DuckDB finishes them (``Analytics._finish``)."""
-        pa, pc = _pyarrow(), _pyarrow_compute()
 
         def column(name: str) -> Any:
             return raw.column(name).combine_chunks()
@@ -292,7 +285,7 @@ class _Deriver:
 
 
 def _max_version(table: Any) -> int:
-    newest = _pyarrow_compute().max(table.column("version")).as_py()
+    newest = pc.max(table.column("version")).as_py()
     return int(newest) if newest is not None else 0
 
 
@@ -490,7 +483,6 @@ class Analytics:
         with ``BASE_COLUMNS``, or None when none changed). Unless ``full``, anchors the copy
         already holds with the same ``version`` (a read that overlaps the copy) are
         skipped before any work."""
-        pa = _pyarrow()
         for attempt in (1, 2):
             derive = _Deriver()
             read, parts = 0, list[Any]()
@@ -591,13 +583,13 @@ class Analytics:
             db.unregister("incoming")
         columns = {name: derived.column(name) for name in derived.column_names}
         columns |= {name: finished.column(name) for name in finished.column_names}
-        return _pyarrow().table({name: columns[name] for name, _ in BASE_COLUMNS})
+        return pa.table({name: columns[name] for name, _ in BASE_COLUMNS})
 
     def _structure(self, work: Any) -> Any:
         """``work`` (whole sessions, ``BASE_COLUMNS``, any order) with the session-dependent
         columns (``_structure.compute``) added. Only a permutation and numeric keys are
         sorted; the rows themselves stay where they are (the copy's order does not matter)."""
-        pa, db, n = _pyarrow(), self._db, work.num_rows
+        db, n = self._db, work.num_rows
         db.register("work", work.append_column("_row", pa.array(np.arange(n, dtype=np.int64))))
         try:
             ordered = db.sql(

@@ -8,7 +8,6 @@ A SQLite file is opened with ``mode=ro`` and ``query_only``; PostgreSQL with
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import queue
 import sqlite3
@@ -18,6 +17,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote
+
+import pyarrow as pa
 
 from tracing.analytics._analyses import AnalyticsError
 from tracing.ledger import Ledger, LedgerError
@@ -90,19 +91,13 @@ def _starts_typed(batch: Any) -> bool:
     return bool(first) and first[0]["updated_ns"] == -1 and first[0]["tool_call_id"] == ""
 
 
-def _pyarrow() -> Any:
-    return importlib.import_module("pyarrow")
-
-
 def arrow_schema() -> Any:
     """The Arrow schema of ``Source.read_tables``' tables."""
-    pa = _pyarrow()
     return pa.schema([(c, getattr(pa, SOURCE_TYPES.get(c, "string"))()) for c in SOURCE_COLUMNS])
 
 
 def rows_to_table(rows: Sequence[tuple[Any, ...]]) -> Any:
     """Source rows (tuples in ``SOURCE_COLUMNS`` order) as an Arrow table."""
-    pa = _pyarrow()
     schema = arrow_schema()
     if not rows:
         return pa.table([pa.nulls(0, f.type) for f in schema], schema=schema)  # no pandas
@@ -173,8 +168,9 @@ class SQLiteSource(Source):
             raise AnalyticsError(f"no ledger database at {path}")
         self.snapshot_default = path.with_name(path.name + ".analytics.parquet")
         uri = self._uri = "file:" + quote(str(path.resolve())) + "?mode=ro"
-        self._adbc: Any = None
-        """The ADBC SQLite module (None: not tried yet; False: not installed or failed)."""
+        self._adbc: bool | None = None
+        """Whether ADBC's SQLite driver reads (None: not tried yet; False: not installed or
+        failed)."""
         try:
             self._conn = sqlite3.connect(
                 uri, uri=True, isolation_level=None, timeout=5, check_same_thread=False
@@ -208,8 +204,7 @@ class SQLiteSource(Source):
         driver and Arrow let go of the GIL): a million anchors in about 1.5 s, against 3 s of
         fetching rows plus 2.5 s of turning Python values into Arrow arrays. Any failure
         switches this source to the row reader for good (exact, slower)."""
-        module = self._adbc_module()
-        if module is None:
+        if not self._adbc_available():
             yield from super().read_tables(after_ns)
             return
         sql = _ARROW_SELECT
@@ -219,7 +214,7 @@ class SQLiteSource(Source):
         stop = threading.Event()
         reader = threading.Thread(
             target=self._read_adbc,
-            args=(module, sql, batches, stop),
+            args=(sql, batches, stop),
             name="intentrace-analytics-read",
             daemon=True,
         )
@@ -243,7 +238,7 @@ class SQLiteSource(Source):
                     self._adbc = False
                     yield from super().read_tables(after_ns)
                     return
-                table = _pyarrow().Table.from_batches([item]).slice(0 if yielded else 1)
+                table = pa.Table.from_batches([item]).slice(0 if yielded else 1)
                 yielded = True
                 yield table if table.schema.equals(schema) else table.cast(schema)
         finally:
@@ -253,33 +248,39 @@ class SQLiteSource(Source):
                     batches.get(timeout=0.05)
             reader.join()
 
-    def _adbc_module(self) -> Any:
+    def _adbc_available(self) -> bool:
         if self._adbc is None:
-            try:  # the driver itself, not its DB-API layer (which imports pandas: 0.3 s)
-                importlib.import_module("adbc_driver_manager")
-                self._adbc = importlib.import_module("adbc_driver_sqlite")
+            # optional (the analytics extra brings it): the driver itself, not its DB-API
+            # layer (which imports pandas: 0.3 s)
+            try:
+                import adbc_driver_manager  # noqa: F401
+                import adbc_driver_sqlite  # noqa: F401
+
+                self._adbc = True
             except ImportError:
                 self._adbc = False
-        return self._adbc or None
+        return self._adbc
 
     def _read_adbc(
         self,
-        module: Any,
         sql: str,
         batches: queue.Queue[Any],
         stop: threading.Event,
     ) -> None:
-        manager = importlib.import_module("adbc_driver_manager")
+        # optional: _adbc_available imported them already
+        import adbc_driver_manager as manager
+        import adbc_driver_sqlite
+
         try:
             with (
-                module.connect(self._uri) as database,
+                adbc_driver_sqlite.connect(self._uri) as database,
                 manager.AdbcConnection(database) as conn,
                 manager.AdbcStatement(conn) as statement,
             ):
                 statement.set_options(**{"adbc.sqlite.query.batch_rows": str(_ARROW_BATCH_ROWS)})
                 statement.set_sql_query(sql)
                 stream, _ = statement.execute_query()
-                reader = _pyarrow().RecordBatchReader.from_stream(stream)
+                reader = pa.RecordBatchReader.from_stream(stream)
                 while not stop.is_set():
                     try:
                         batch = reader.read_next_batch()

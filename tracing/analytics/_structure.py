@@ -23,15 +23,12 @@ of whole sessions in ``(session_id, seq, tool_call_id)`` order; strings arrive a
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
-
-_pyarrow: Any = importlib.import_module("pyarrow")
-"""pyarrow (untyped): its hash-based dictionary encoding numbers distinct values."""
+import pyarrow as pa
 
 MAX_WINDOW: Final = 32
 """Largest precursor window ``k`` the masks support."""
@@ -75,7 +72,7 @@ class Structure:
 
 def _dense(key: npt.NDArray[np.generic]) -> I64:
     """Dense numbers (0..distinct-1) for the values of ``key`` (hash-based, no sort)."""
-    codes: I64 = _pyarrow.array(key).dictionary_encode().indices.to_numpy().astype(np.int64)
+    codes: I64 = pa.array(key).dictionary_encode().indices.to_numpy().astype(np.int64)
     return codes
 
 

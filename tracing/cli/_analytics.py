@@ -5,7 +5,6 @@ The analytics package (DuckDB) is imported when a command runs, not when the CLI
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import re
@@ -23,15 +22,17 @@ if TYPE_CHECKING:
     from tracing.analytics import Analytics, Result
 
 
-def _package() -> Any:
+def _package():  # (its type: the module's own)
     """``tracing.analytics`` (DuckDB): imported when a command runs, with a one-line error when
     its extra is not installed."""
     try:
-        return importlib.import_module("tracing.analytics")
+        # lazy: DuckDB and pyarrow (the analytics extra) load only for an analytics command
+        import tracing.analytics as package
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise click.ClickException(
             f"analytics needs its extra: pip install 'intentrace[analytics]' ({exc.name} missing)"
         ) from None
+    return package
 
 
 @contextmanager

@@ -5,14 +5,13 @@ See :mod:`tracing.demo._run` and docs/collect.md#the-demo.
 
 from __future__ import annotations
 
-import importlib
 import sys
-from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import click
 
 from tracing.cli._ledger import ledger_option
+from tracing.cli._view import run_viewer
 from tracing.demo._run import DEFAULT_SEED, DEFAULT_SESSIONS, narrative, run_demo
 from tracing.ledger import LedgerError, open_ledger
 
@@ -44,16 +43,6 @@ def _print(lines: list[str]) -> None:
             return
     for line in lines:
         click.echo(line)
-
-
-def _viewer() -> Callable[..., int] | None:
-    """The viewer's entry point (``tracing.cli._view.run_viewer``), None when not available."""
-    try:
-        module = importlib.import_module("tracing.cli._view")
-    except ImportError:
-        return None
-    run = getattr(module, "run_viewer", None)
-    return cast("Callable[..., int]", run) if callable(run) else None
 
 
 @click.command()
@@ -111,10 +100,6 @@ def demo(  # noqa: PLR0917 - click passes options as arguments
     ]
     _print(lines)
     if not view:
-        return
-    run_viewer = _viewer()
-    if run_viewer is None:
-        click.echo("--view: the viewer is not part of this installation yet (tracing.cli._view)")
         return
     kwargs: dict[str, Any] = {"host": host, "port": port}
     try:
