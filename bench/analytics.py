@@ -349,7 +349,7 @@ def pandas_over_time(df: Any, p: dict[str, Any]) -> list[tuple[Any, ...]]:
     agg = g.agg(calls=("lab", "size"), labelled=("lab", "sum"), chars=("chars", "sum"),
                 words=("words", "sum"))  # fmt: skip
     rows = []
-    records: list[dict[str, Any]] = agg.reset_index().to_dict("records")
+    records = [{str(k): v for k, v in r.items()} for r in agg.reset_index().to_dict("records")]
     for r in records:
         n, labelled, chars, words = (int(r[c]) for c in ("calls", "labelled", "chars", "words"))
         label = pd.Timestamp(int(r["b"]), unit="ns").strftime(fmt)

@@ -23,7 +23,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import duckdb
 import numpy as np
@@ -230,8 +230,11 @@ class _Deriver:
             derived_null = fn(None)
         out: list[Any] = []
         for values_i, kind, none in zip(derived_columns, types, derived_null, strict=True):
-            taken = pc.take(pa.array(values_i, kind), encoded.indices)
-            out.append(taken if none is None else pc.fill_null(taken, pa.scalar(none, kind)))
+            # (the stubs cannot type arrays and scalars of a kind known at run time)
+            taken = pc.take(cast("Any", pa.array(values_i, kind)), encoded.indices)
+            if none is not None:
+                taken = pc.fill_null(taken, cast("Any", pa.scalar(none, kind)))
+            out.append(taken)
         return out
 
     def __call__(self, raw: Any) -> Any:

@@ -100,12 +100,13 @@ def rows_to_table(rows: Sequence[tuple[Any, ...]]) -> Any:
     """Source rows (tuples in ``SOURCE_COLUMNS`` order) as an Arrow table."""
     schema = arrow_schema()
     if not rows:
-        return pa.table([pa.nulls(0, f.type) for f in schema], schema=schema)  # no pandas
+        empty: list[pa.Array[Any]] = [pa.nulls(0, f.type) for f in schema]
+        return pa.table(empty, schema=schema)  # no pandas
     columns = list(zip(*rows, strict=True))
-    return pa.table(
-        [pa.array(values, field.type) for values, field in zip(columns, schema, strict=True)],
-        schema=schema,
-    )
+    arrays: list[pa.Array[Any]] = [
+        pa.array(values, field.type) for values, field in zip(columns, schema, strict=True)
+    ]
+    return pa.table(arrays, schema=schema)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -253,8 +254,8 @@ class SQLiteSource(Source):
             # optional (the analytics extra brings it): the driver itself, not its DB-API
             # layer (which imports pandas: 0.3 s)
             try:
-                import adbc_driver_manager  # noqa: F401
-                import adbc_driver_sqlite  # noqa: F401
+                import adbc_driver_manager  # noqa: F401  # pyright: ignore[reportUnusedImport]
+                import adbc_driver_sqlite  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
                 self._adbc = True
             except ImportError:

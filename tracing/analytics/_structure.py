@@ -24,7 +24,7 @@ of whole sessions in ``(session_id, seq, tool_call_id)`` order; strings arrive a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -72,7 +72,8 @@ class Structure:
 
 def _dense(key: npt.NDArray[np.generic]) -> I64:
     """Dense numbers (0..distinct-1) for the values of ``key`` (hash-based, no sort)."""
-    codes: I64 = pa.array(key).dictionary_encode().indices.to_numpy().astype(np.int64)
+    array: Any = pa.array(key)  # (the stubs leave a dictionary array's types unknown)
+    codes: I64 = array.dictionary_encode().indices.to_numpy().astype(np.int64)
     return codes
 
 
