@@ -170,16 +170,21 @@ class Result:
         """The rows as a JSON array of objects."""
         return json.dumps(self.records(), ensure_ascii=False, default=str)
 
-    def to_arrow(self) -> Any:
+    def to_arrow(self) -> pa.Table:
         """The rows as a pyarrow Table (column types from the values)."""
-        pa = _pyarrow()
-        return pa.table(
-            {c: pa.array([r[i] for r in self.rows]) for i, c in enumerate(self.columns)}
-        )
+        # (the stubs cannot type an array of values of any kind)
+        columns: dict[str, Any] = {
+            c: pa.array([r[i] for r in self.rows]) for i, c in enumerate(self.columns)
+        }
+        return pa.table(columns)
 
     def to_parquet(self, path: str | os.PathLike[str]) -> None:
         """Write the rows as one Parquet file."""
-        importlib.import_module("pyarrow.parquet").write_table(self.to_arrow(), str(path))
+        # pyarrow's Parquet module loads only for a Parquet output
+        import pyarrow.parquet as pq
+
+        # (the stubs leave some of its keyword arguments untyped)
+        pq.write_table(self.to_arrow(), str(path))  # pyright: ignore[reportUnknownMemberType]
 
     def to_pandas(self) -> Any:
         """The rows as a pandas DataFrame (needs pandas)."""
