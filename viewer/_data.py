@@ -10,6 +10,7 @@ else the ledger's default file.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -207,8 +208,11 @@ def _analytics(url: str) -> object:
 
 
 @st.cache_data(ttl=ANALYTICS_TTL_S, max_entries=16, show_spinner="Computing…")
-def dashboard_results(url: str, name: str, folder: str | None) -> list[object]:
-    """The results of every panel of dashboard ``name`` (``tracing.analytics.Result``s), after
+def dashboard_results(
+    url: str, name: str, folder: str | None, filters: str = "{}"
+) -> list[tuple[object, list[object]]]:
+    """Every panel of dashboard ``name``: its ``tracing.analytics.Result`` and, per row, the
+    call behind it (``Analytics.examples``), over ``filters`` (JSON of ``Filters.of``), after
     bringing the copy up to date (raises ``AnalyticsError`` with a one-line message)."""
     # lazy: DuckDB and pyarrow (the `analytics` extra) load only to analyse
     from tracing.analytics import Analytics, load_dashboards
@@ -216,4 +220,7 @@ def dashboard_results(url: str, name: str, folder: str | None) -> list[object]:
     engine = _analytics(url)
     assert isinstance(engine, Analytics)
     dashboard = load_dashboards(None if folder is None else [folder])[name]
-    return [result for _, result in engine.dashboard(dashboard)]
+    return [
+        (result, list(engine.examples(result)))
+        for _, result in engine.dashboard(dashboard, filters=json.loads(filters))
+    ]

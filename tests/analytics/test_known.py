@@ -343,3 +343,29 @@ def test_copy_has_turn_parent_raw_intent_and_error(
         ("k1", 2, "p1", "sub", "Looking for TODOs", "grep: bad regex"),
         ("p1", 2, None, "main", "Asking a subagent", None),
     ]
+
+
+def test_examples_drill_down_to_the_calls(
+    sqlite_url: str,
+    make_ledger: Callable[[str], Ledger],
+    make_analytics: Callable[..., Analytics],
+) -> None:
+    ledger = make_ledger(sqlite_url)
+    write_all(
+        ledger,
+        [
+            call("a", "grep", "Looking around", start_ms=0, session="s1"),
+            call("b", "grep", "Looking around", start_ms=1, session="s1", status="error"),
+            call("c", "grep", "Looking around", start_ms=2, session="s2"),
+            call("d", "shell", "Building it", start_ms=3, session="s2", agent="sub"),
+        ],
+    )
+    engine = make_analytics(sqlite_url)
+    tools = engine.run("tools")
+    assert engine.examples(tools) == [("s1", "b"), ("s2", "d")]  # the failed grep call first
+    only_s2 = engine.run("tools", filters={"session": "s2"})
+    assert engine.examples(only_s2) == [("s2", "c"), ("s2", "d")]  # within the filters
+    agents = engine.run("failure_rate", {"bucket": "day", "by": "agent"})
+    assert engine.examples(agents) == [("s2", "d"), ("s1", "b")]  # rows: sub, then no agent
+    sessions = engine.run("redundancy", {"by": "session"})
+    assert engine.examples(sessions) == [("s1", None), ("s2", None)]

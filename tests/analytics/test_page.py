@@ -81,3 +81,35 @@ def test_bad_ledger_is_a_message(tmp_path, monkeypatch: pytest.MonkeyPatch) -> N
     at = _run("tool_health")
     assert [e.value for e in at.error] == ["The ledger cannot be analysed."]
     assert "no ledger database" in at.code[0].value
+
+
+def test_every_row_links_to_the_calls_behind_it(page_url: str) -> None:
+    at = _run("failures")
+    top = at.dataframe[0].value  # precursors: the latest call with that intent
+    assert top["open"].iloc[0] == "session?session=s1&anchor=e29"
+    tools = at.dataframe[4].value  # per tool: the latest failed call of the tool
+    shell = tools[tools["tool_name"] == "shell"].iloc[0]
+    assert shell["open"] == "session?session=s1&anchor=f29"
+    days = at.dataframe[2].value  # failure rate per day: a failed call of that day
+    assert days["open"].iloc[0] == "session?session=s1&anchor=f29"
+    spec = at.get("vega_lite_chart")[0].proto.spec
+    assert '"href"' in spec  # a chart mark opens the same link
+
+
+def test_filters_from_the_url_reach_the_engine(page_url: str) -> None:
+    at = AppTest.from_file(str(APP_PATH), default_timeout=60)
+    at.query_params["dashboard"] = "tool_health"
+    at.query_params["tool"] = "shell,read_file"
+    at.query_params["until"] = "2026-01-01T00:00:00.150Z"
+    open_page(at, "analytics")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[0].value
+    assert dict(zip(table["tool_name"], table["calls"], strict=True)) == {
+        "shell": 15,
+        "read_file": 15,
+    }
+    assert at.text_input(key="filter-tool").value == "shell,read_file"
+    at.text_input(key="filter-tool").set_value("").run()
+    assert "tool" not in at.query_params
+    assert sorted(at.dataframe[0].value["tool_name"]) == ["edit_file", "read_file", "shell"]

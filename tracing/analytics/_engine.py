@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -31,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tracing.analytics._analyses import (
+    BUCKETS,
     FAILED_SQL,
     SETTLED_SQL,
     AnalyticsError,
@@ -785,6 +787,45 @@ class Analytics:
             self._snapshot_if_due()
         return out
 
+    def examples(self, result: Result) -> list[tuple[str, str | None] | None]:
+        """For each row of ``result``, the calls behind it as a viewer deep link target:
+        ``(session_id, tool_call_id)`` of the latest such call (a failed one first when the
+        analysis is about failures, a redundant one for ``redundancy``), ``(session_id, None)``
+        for a row that is a session, None when no call matches. Within the result's filters."""
+        analysis = result.name
+        if analysis not in _DRILL or not result.rows:
+            return [None] * len(result.rows)
+        key_of, prefer = _DRILL[analysis]
+        keys = key_of(result)
+        if keys is None:  # rows keyed by session
+            index = result.columns.index("session_id")
+            return [(str(r[index]), None) for r in result.rows]
+        where, binds = result.filters.sql("c")
+        pa = _pyarrow()
+        conditions: list[str] = []
+        columns: dict[str, Any] = {"i": pa.array(range(len(result.rows)), pa.int64())}
+        for n, (column, values) in enumerate(keys):
+            if column == "start_ns":
+                width = BUCKETS[result.params["bucket"]][0]
+                columns[f"k{n}"] = pa.array(values, pa.int64())
+                conditions.append(f"c.start_ns >= k.k{n} AND c.start_ns < k.k{n} + {width}")
+            else:
+                columns[f"k{n}"] = pa.array(values, pa.string())
+                conditions.append(f"c.{column} IS NOT DISTINCT FROM k.k{n}")
+        with self._lock:
+            self._db.register("drill_keys", pa.table(columns))
+            try:
+                rows = self._db.execute(
+                    "SELECT k.i, arg_max([c.session_id, c.tool_call_id], "
+                    f"[({prefer})::INT, c.start_ns]) FROM drill_keys k "
+                    f"JOIN calls c ON {' AND '.join(conditions)} AND {where} GROUP BY k.i",
+                    binds,
+                ).fetchall()
+            finally:
+                self._db.unregister("drill_keys")
+        found = {int(i): (str(v[0]), str(v[1])) for i, v in rows}
+        return [found.get(i) for i in range(len(result.rows))]
+
     def ledger_sql(self, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
         """Run one SQL statement on the ledger itself, read-only, in its own dialect.
 
@@ -844,3 +885,45 @@ def _check_read_only(sql: str) -> None:
             f"the analytics copy is read-only: {kind} refused (SELECT, WITH ... SELECT, FROM "
             "or EXPLAIN only; change the ledger through its writers)"
         )
+
+
+def _column(result: Result, name: str) -> list[Any]:
+    index = result.columns.index(name)
+    return [r[index] for r in result.rows]
+
+
+def _bucket_ns(labels: list[Any]) -> list[int]:
+
+    out: list[int] = []
+    for label in labels:
+        moment = datetime.strptime(str(label).replace(" ", "T"), "%Y-%m-%dT%H:%M" if " " in
+                                   str(label) else "%Y-%m-%d").replace(tzinfo=UTC)  # fmt: skip
+        out.append(int(moment.timestamp()) * 1_000_000_000)
+    return out
+
+
+def _drill_keys(result: Result) -> list[tuple[str, list[Any]]] | None:
+    p = result.params
+    if result.name == "precursors":
+        return [("phrase" if p["by"] == "phrase" else "norm_intent", _column(result, "item"))]
+    if result.name == "redundancy" and p["by"] == "session":
+        return None
+    keys: list[tuple[str, list[Any]]] = []
+    if "bucket" in result.columns:
+        keys.append(("start_ns", _bucket_ns(_column(result, "bucket"))))
+    for column in ("tool_name", "agent_id"):
+        if column in result.columns:
+            keys.append((column, _column(result, column)))
+    return keys
+
+
+_FAILED_FIRST: Final = f"c.status IN {FAILED_SQL}"
+_DRILL: Final[dict[str, tuple[Any, str]]] = {
+    "precursors": (_drill_keys, "TRUE"),
+    "vague_intents": (_drill_keys, "c.norm_intent IS NULL OR c.intent_words < 3"),
+    "redundancy": (_drill_keys, "c.dup_sibling OR c.repeat"),
+    "tools": (_drill_keys, _FAILED_FIRST),
+    "over_time": (_drill_keys, "c.norm_intent IS NULL"),
+    "failure_rate": (_drill_keys, _FAILED_FIRST),
+}
+"""Per analysis: the row keys as calls columns, and which calls make the better example."""
