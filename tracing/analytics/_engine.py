@@ -801,7 +801,6 @@ class Analytics:
             index = result.columns.index("session_id")
             return [(str(r[index]), None) for r in result.rows]
         where, binds = result.filters.sql("c")
-        pa = _pyarrow()
         conditions: list[str] = []
         columns: dict[str, Any] = {"i": pa.array(range(len(result.rows)), pa.int64())}
         for n, (column, values) in enumerate(keys):
