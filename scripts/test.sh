@@ -15,6 +15,11 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q -e '.[all,taps]' --group dev >/dev/null
   printf '%s\n' "$want" >"$stamp"
 fi
+# The Phoenix server of the `phoenix` tests (tests/backends): arize-phoenix pins older versions
+# of packages the suite needs (anthropic, google-genai), so it gets a venv of its own; the tests
+# only run its `phoenix serve` command.
+[ -x .venv-phoenix/bin/python ] || "$PY" -m venv .venv-phoenix
+[ -x .venv-phoenix/bin/phoenix ] || .venv-phoenix/bin/python -m pip install -q 'arize-phoenix>=20,<21'
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/pyright

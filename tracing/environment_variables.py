@@ -21,6 +21,7 @@ __all__ = [
     "INTENTRACE_REDACTION_HASH_KEY",
     "INTENTRACE_REDACTION_POLICY",
     "INTENTRACE_SCRUB_ENGINE",
+    "INTENTRACE_TEST_PHOENIX",
     "INTENTRACE_TEST_POSTGRES_URL",
     "INTENTRACE_TOOL_INTENT",
 ]
@@ -48,3 +49,6 @@ INTENTRACE_DASHBOARDS = "INTENTRACE_DASHBOARDS"
 
 INTENTRACE_TEST_POSTGRES_URL = "INTENTRACE_TEST_POSTGRES_URL"
 """Tests only: the PostgreSQL server used by the PostgreSQL tests (default 127.0.0.1:5432/test)."""
+
+INTENTRACE_TEST_PHOENIX = "INTENTRACE_TEST_PHOENIX"
+"""Tests only: the ``phoenix`` command the Phoenix tests run (default ``.venv-phoenix``'s)."""
