@@ -7,6 +7,7 @@ args and results; ``redaction`` stays the bottom layer (it imports nothing of ou
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -181,3 +182,49 @@ def langfuse_span_mask(policy: RedactionPolicy) -> Callable[..., Any]:
         return mask_otel_spans(policy, params)
 
     return hook
+
+
+# --------------------------------------------------------------------------------------------
+# two Langfuse clients
+
+SEVERAL_CLIENTS: Final = (
+    "Langfuse: {count} clients with different public keys live in this process, so the Langfuse "
+    "SDK skips every @observe call (and get_client()) that names no langfuse_public_key, "
+    "without an error. Use one client: pass yours, configure(langfuse=<your Langfuse client>), "
+    "or create it after configure(...) called without langfuse= (its processor is wrapped "
+    "too); see docs/tracing.md, 'Your own Langfuse client'."
+)
+"""The warning (logger ``tracing.langfuse``) given once a process, when a second Langfuse client
+(of another public key) appears beside one."""
+_warned: set[str] = set()
+"""The keys of the clients when the warning was given (empty: not given yet)."""
+
+
+def langfuse_public_keys() -> frozenset[str]:
+    """The public keys of the Langfuse clients alive in this process (the SDK keeps one client
+    per key); empty without the SDK."""
+    # lazy: the Langfuse SDK is the optional `langfuse` extra
+    try:
+        module = importlib.import_module("langfuse._client.resource_manager")
+    except ImportError:
+        return frozenset()
+    manager: Any = getattr(module, "LangfuseResourceManager", None)
+    instances: Any = getattr(manager, "_instances", None)
+    if not isinstance(instances, Mapping):
+        return frozenset()
+    return frozenset(str(k) for k in cast("Mapping[Any, Any]", instances))
+
+
+def check_langfuse_clients(adding: str | None = None) -> bool:
+    """Warn once a process when clients of several public keys exist, counting
+    ``adding`` (the key of a client being made). True when there are several. Never raises."""
+    try:
+        keys = langfuse_public_keys() | ({adding} if adding else set[str]())
+        if len(keys) < 2:
+            return False
+        if not _warned:
+            _warned.update(keys)
+            _log.warning(SEVERAL_CLIENTS.format(count=len(keys)))
+        return True
+    except Exception:  # (private SDK state: a change there must not break configure)
+        return False

@@ -27,9 +27,10 @@ from tracing.environment_variables import INTENTRACE_LEDGER_URL
 from tracing.intent import default_registry
 from tracing.intent._schema import tool_names_of
 from tracing.ledger import open_ledger
-from tracing.otel._langfuse import langfuse_span_mask
+from tracing.otel._langfuse import check_langfuse_clients, langfuse_span_mask
 from tracing.otel._options import ConfigError, IntentOptions
 from tracing.otel._processor import IntentSpanProcessor
+from tracing.otel._spans import is_langfuse_processor
 
 _OTLP_ENV = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 LANGFUSE_OTLP_PATH = "/api/public/otel"
@@ -108,6 +109,9 @@ def wrap_provider(provider: TracerProvider, processor: IntentSpanProcessor) -> N
 
     def add_span_processor(span_processor: SpanProcessor) -> None:
         processor.add_processor(span_processor)
+        if is_langfuse_processor(span_processor):  # a Langfuse client made on this provider
+            key = getattr(span_processor, "public_key", None)
+            check_langfuse_clients(key if isinstance(key, str) else None)
 
     provider.add_span_processor = add_span_processor
 
@@ -154,7 +158,9 @@ def _langfuse_client(
             # the SDK's own processor got without passing through ours, e.g. a client the app
             # registered on another provider)
             kwargs.setdefault("mask_otel_spans", langfuse_span_mask(policy))
-        return Langfuse(**kwargs)
+        client = Langfuse(**kwargs)
+        check_langfuse_clients()  # beside an app's own client with other keys: @observe breaks
+        return client
     return langfuse  # a client the app made (its processor is on the provider it was given)
 
 
