@@ -149,6 +149,8 @@ class CallTracker:
         context = span.context
         if context is None:
             return
+        if context.span_id in self._live:
+            return  # read again for its late args (Langfuse @observe), but found at start
         ended = span.end_time is not None  # (before the view is read: then it is final)
         attrs: Mapping[str, Any] = span.attributes or {}
         parent = span.parent

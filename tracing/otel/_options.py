@@ -40,7 +40,8 @@ class IntentOptions:
     """Recognise, redact, name and shape in the processor's own thread: the app thread only
     enqueues (the live span is renamed moments after it starts; exported copies are always
     right). ``False`` does it all inline in ``on_start``/``on_end`` (the live span carries its
-    label from its first instant, at a cost on the app thread)."""
+    label from the instant its args are known: its start, or for Langfuse ``@observe`` the
+    ``set_attributes`` call that brings them; at a cost on the app thread)."""
     max_queue: int = DEFAULT_MAX_QUEUE
     """Span events (starts and ends) waiting for the processor's thread. Beyond this the app
     thread never waits: the span's processing is shed (``stats()["shed_spans"]``, logged once),

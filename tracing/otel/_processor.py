@@ -71,6 +71,12 @@ _BACKOFF_MAX_S: Final = 0.05
 _MARKER_ROOM: Final = 4
 """Shed-span markers may fill the queue to this many times ``max_queue`` (each is a few ids)."""
 _NAMES_CACHED: Final = 4096
+LATE_ARGS_SCOPES: Final = frozenset({"langfuse-sdk"})
+"""Tracers whose tool spans get their attributes just after start (Langfuse ``@observe`` sets
+the observation type, then its input, once the span exists): the processor reads such a span
+again when the attributes that make it a tool span with args arrive."""
+_LATE_ARGS_SETS: Final = 8
+"""How many ``set_attributes`` calls of such a span are looked at before giving up."""
 
 
 class _EndedSpanRace(logging.Filter):
@@ -243,6 +249,9 @@ class IntentSpanProcessor(SpanProcessor):
                 self._stamp_session(span, session)
             if not self._submit(("start", span, session)):
                 self.count("shed_starts")  # named at settle (if its end finds room)
+            scope = span.instrumentation_scope
+            if scope is not None and scope.name in LATE_ARGS_SCOPES:
+                self._watch_late_args(span, session)
         except Exception as exc:
             self.fail("on_start", exc)
         for processor in self._processors:
@@ -250,6 +259,42 @@ class IntentSpanProcessor(SpanProcessor):
                 processor.on_start(span, parent_context=parent_context)
             except Exception as exc:
                 self.fail(f"{type(processor).__name__}.on_start", exc)
+
+    def _watch_late_args(self, span: Span, session: SessionInfo | None) -> None:
+        """Read the span once more (a second start event) when a ``set_attributes`` call just
+        after start makes it a tool span with args: ``@observe`` sets them then, so the live
+        span is named (and its in-flight anchor written) before the tool body runs, in both
+        modes. Only this span's own method is wrapped, and only until then."""
+        attrs = plain_attributes(span.attributes)
+        found = match_convention(span.name, attrs, self._conventions)
+        if found is not None and any(k in attrs for k in found.args_keys):
+            return  # (its args were there at start)
+        original = span.set_attributes
+        lock = threading.Lock()  # (our thread may set attributes on it too)
+        calls = 0
+
+        def set_attributes(attributes: Any) -> None:
+            nonlocal calls
+            original(attributes)
+            try:
+                with lock:
+                    if calls < 0:
+                        return  # (done: another thread's call restored the method)
+                    calls += 1
+                    now = plain_attributes(span.attributes)
+                    convention = match_convention(span.name, now, self._conventions)
+                    ready = convention is not None and any(k in now for k in convention.args_keys)
+                    other = convention is None and A.LANGFUSE_OBSERVATION_TYPE in now
+                    if not (ready or other or calls >= _LATE_ARGS_SETS or span.end_time):
+                        return
+                    calls = -1
+                    vars(span).pop("set_attributes", None)  # the class's method again
+                if ready and not self._submit(("start", span, session)):
+                    self.count("shed_starts")
+            except Exception as exc:
+                self.fail("late args", exc)
+
+        span.set_attributes = set_attributes
 
     def _on_ending(self, span: Span) -> None:
         for processor in self._processors:
