@@ -1,6 +1,7 @@
 """A Langfuse server reached by plain OTLP: marked (``langfuse_otlp=True``) or detected by its
 endpoint path, it gets the copy shaped for Langfuse; any other OTLP destination gets a copy that
-adds no ``gen_ai.tool.name`` the original span did not have. Real OTLP bytes over loopback."""
+adds no GenAI key (``gen_ai.tool.name``, ``gen_ai.operation.name``, ``gen_ai.tool.call.id``,
+``gen_ai.conversation.id``) the original span did not have. Real OTLP bytes over loopback."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def _export(endpoint: str, *, langfuse_otlp: bool | None = None) -> None:
             A.OPENINFERENCE_SPAN_KIND: A.OPENINFERENCE_TOOL,
             A.OI_TOOL_NAME: "search_code",
             A.OI_INPUT_VALUE: json.dumps({"intent": INTENT, "q": "oauth"}),
+            A.OI_TOOL_CALL_ID: "call-oi-1",
             A.SESSION_ID: "conv-1",
         },
     ):
@@ -43,12 +45,22 @@ def _export(endpoint: str, *, langfuse_otlp: bool | None = None) -> None:
     setup.shutdown()
 
 
-def test_a_plain_otlp_destination_gets_no_invented_tool_name() -> None:
+GAINED = (
+    A.GEN_AI_TOOL_NAME,
+    A.GEN_AI_OPERATION_NAME,
+    A.GEN_AI_TOOL_CALL_ID,
+    A.GEN_AI_CONVERSATION_ID,
+)
+
+
+def test_a_plain_otlp_destination_gets_no_invented_genai_keys() -> None:
     with OtlpReceiver() as rx:
         _export(rx.traces_url)
         (span,) = rx.wait_for_spans(1)
     assert span.name == INTENT
-    assert A.GEN_AI_TOOL_NAME not in span.attributes
+    assert [k for k in GAINED if k in span.attributes] == []
+    assert not [k for k in span.attributes if k.startswith("gen_ai.")]
+    assert span.attributes[A.OI_TOOL_CALL_ID] == "call-oi-1"  # its own keys, as they were
     assert A.LANGFUSE_OBSERVATION_TYPE not in span.attributes
     assert span.attributes[A.TOOL_NAME] == "search_code"  # ours say which tool it was
 
@@ -67,6 +79,8 @@ def test_a_langfuse_otlp_destination_gets_the_langfuse_copy(detected: bool) -> N
     assert span.attributes[A.LANGFUSE_OBSERVATION_TYPE] == A.LANGFUSE_TOOL
     assert span.attributes[A.SESSION_ID] == "conv-1"
     assert span.attributes[A.GEN_AI_OPERATION_NAME] == A.GEN_AI_EXECUTE_TOOL
+    assert span.attributes[A.GEN_AI_CONVERSATION_ID] == "conv-1"
+    assert span.attributes[A.GEN_AI_TOOL_CALL_ID] == "call-oi-1"
     assert A.DEFAULT_LANGFUSE_TAG in span.attributes[A.LANGFUSE_TRACE_TAGS]
 
 

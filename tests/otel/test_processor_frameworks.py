@@ -23,11 +23,12 @@ REGISTRY = IntentRegistry(["search_code", "read_file"])
 
 
 def _tool_spans(cap: Capture) -> dict[str, dict[str, Any]]:
-    spans = [s for s in cap.dicts() if A.TOOL_CALL_ID in s["attributes"]]
-    return {
-        s["attributes"].get(A.GEN_AI_TOOL_CALL_ID) or s["attributes"][A.TOOL_CALL_ID]: s
-        for s in spans
+    """The exported tool spans by provider call id: found by our own ``intentrace.tool_call_id``
+    (the anchor id), since a copy gains no ``gen_ai.tool.call.id`` its span did not have."""
+    spans = {
+        s["attributes"][A.TOOL_CALL_ID]: s for s in cap.dicts() if A.TOOL_CALL_ID in s["attributes"]
     }
+    return {key: spans[a["tool_call_id"]] for key, a in cap.calls().items()}
 
 
 def _check(cap: Capture) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii as quote
 from typing import Any, Final, Literal, Protocol, cast
 
@@ -363,6 +363,9 @@ class DerivedCall:
     status_message: str | None
     anchor: AnchorWrite
     scrubbed: int
+    langfuse_extra: dict[str, Any] = field(default_factory=dict[str, Any])
+    """GenAI keys the original span lacked that the Langfuse copy adds (operation name, the
+    provider's call id, the conversation id): copies for other destinations add nothing."""
 
 
 _FIRST_INTENT: Final = re.compile(r'\s*\{\s*"intent"\s*:\s*"(?:[^"\\]|\\.)*"\s*(,\s*)?', re.DOTALL)
@@ -513,11 +516,13 @@ def derive_call(
     call_id = call_anchor_id(view, facts, ctx, policy)
     shaped[A.TOOL_NAME] = shown_tool
     provider = provider_call_id(facts, ctx, policy)
+    # Copies for other destinations add no GenAI key the span did not have (a Langfuse server
+    # reached by plain OTLP would name an observation by gen_ai.tool.name before the span
+    # name); the Langfuse copy gains these (langfuse_attributes).
+    extra: dict[str, Any] = {}
     if provider:  # the provider's id, where GenAI keeps it (learned ones too)
-        shaped.setdefault(A.GEN_AI_TOOL_CALL_ID, provider)
-    # no gen_ai.tool.name the span did not have: a Langfuse server reached by plain OTLP names
-    # an observation by it before the span name (langfuse_attributes adds it where it may)
-    shaped.setdefault(A.GEN_AI_OPERATION_NAME, A.GEN_AI_EXECUTE_TOOL)
+        extra[A.GEN_AI_TOOL_CALL_ID] = provider
+    extra[A.GEN_AI_OPERATION_NAME] = A.GEN_AI_EXECUTE_TOOL
     shaped[A.CONVENTION] = facts.convention
     shaped[A.STATUS] = status
     shaped[A.LABEL] = label
@@ -534,7 +539,7 @@ def derive_call(
     if session:
         shown_session = shown_id(policy, session) or ""
         shaped[A.SESSION_ID] = shown_session
-        shaped.setdefault(A.GEN_AI_CONVERSATION_ID, shown_session)
+        extra[A.GEN_AI_CONVERSATION_ID] = shown_session
     if anchor.get("agent_id"):
         shaped[A.AGENT_ID] = safe_text(str(anchor.get("agent_id")))
     if anchor.get("turn") is not None:
@@ -582,6 +587,7 @@ def derive_call(
         status_message=status_message,
         anchor=anchor,
         scrubbed=redactor.scrubbed,
+        langfuse_extra={k: v for k, v in extra.items() if k not in shaped},
     )
 
 
@@ -606,6 +612,8 @@ def langfuse_attributes(derived: DerivedCall) -> dict[str, Any]:
     explicitly (``langfuse.observation.type=tool``) so the observation stays a TOOL.
     """
     attrs = dict(derived.attributes)
+    for key, value in derived.langfuse_extra.items():
+        attrs.setdefault(key, value)
     attrs.setdefault(A.LANGFUSE_OBSERVATION_TYPE, A.LANGFUSE_TOOL)
     session = attrs.get(A.SESSION_ID)
     if session:
