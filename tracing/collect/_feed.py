@@ -280,7 +280,10 @@ class SpanFeed:
             for convention in self._conventions:
                 if convention.name == named:
                     return convention
-        return match_convention(view.name, view.attributes, self._conventions)
+        found = match_convention(view.name, view.attributes, self._conventions)
+        if found is None and isinstance(named, str) and A.TOOL_NAME in view.attributes:
+            return GENAI  # our copy of a call named from a model span ("learned")
+        return found
 
     def _index(self, view: SpanView, facts: ToolFacts | None) -> _Key | None:
         if not view.trace_id or not view.span_id:
@@ -376,7 +379,7 @@ class SpanFeed:
             turn=found.get("turn"),
             parent_call_id=own_parent if has_parent else found.get("parent_call_id"),
             call_id=call_id,
-            provider_call_id=pending.call_id if pending is not None else None,
+            provider_call_id=pending.call_id if pending is not None else _provider_id(attrs),
             learned_intent=learned,
             batch_id=pending.batch_id if pending is not None else None,
         )
@@ -538,3 +541,9 @@ def _merge_upstream_redaction(anchor: AnchorWrite, attrs: Mapping[str, Any]) -> 
     if isinstance(scrubbed, int) and not isinstance(scrubbed, bool):
         mine["scrubbed"] = int(mine.get("scrubbed") or 0) + scrubbed
     anchor["redaction"] = json.dumps(mine)
+
+
+def _provider_id(attrs: Mapping[str, Any]) -> str | None:
+    """The provider's call id our processor kept upstream (learned ones too)."""
+    value = attrs.get(A.PROVIDER_CALL_ID)
+    return value if isinstance(value, str) and value else None

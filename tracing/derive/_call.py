@@ -520,8 +520,9 @@ def derive_call(
     # reached by plain OTLP would name an observation by gen_ai.tool.name before the span
     # name); the Langfuse copy gains these (langfuse_attributes).
     extra: dict[str, Any] = {}
-    if provider:  # the provider's id, where GenAI keeps it (learned ones too)
+    if provider:  # the provider's id, where GenAI keeps it (learned ones too), and in ours
         extra[A.GEN_AI_TOOL_CALL_ID] = provider
+        shaped[A.PROVIDER_CALL_ID] = provider
     extra[A.GEN_AI_OPERATION_NAME] = A.GEN_AI_EXECUTE_TOOL
     shaped[A.CONVENTION] = facts.convention
     shaped[A.STATUS] = status
