@@ -7,12 +7,13 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 # Install only when pyproject.toml changed since the last install into this .venv (a stamp holds
-# its hash). The test tools are the `dev` dependency group (PEP 735): pip reads groups from 25.1.
+# its hash). The test tools are the `dev` dependency group (PEP 735): pip reads groups from 25.1;
+# the `frameworks` extra brings the agent frameworks tests/frameworks drives.
 stamp=.venv/.intentrace-installed
 want=$(.venv/bin/python -c 'import hashlib, sys; print(hashlib.sha256(open("pyproject.toml", "rb").read()).hexdigest(), sys.version)')
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q --upgrade 'pip>=25.1' >/dev/null
-  .venv/bin/python -m pip install -q -e '.[all,taps]' --group dev >/dev/null
+  .venv/bin/python -m pip install -q -e '.[all,taps,frameworks]' --group dev >/dev/null
   printf '%s\n' "$want" >"$stamp"
 fi
 # The Phoenix server of the `phoenix` tests (tests/backends): arize-phoenix pins older versions

@@ -1,0 +1,109 @@
+"""MCP tool calls: the `mcp` package's client calling an in-process `MCPServer` (mcp 2.x makes
+its own OpenTelemetry spans: a SERVER span ``tools/call <tool>`` with
+``gen_ai.operation.name=execute_tool`` per call), with OpenInference's MCP instrumentation
+propagating the context, and the scenario of tests/support/frameworks.py."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.frameworks import (
+    FAILING,
+    SEARCHES,
+    SESSION,
+    FrameworkRun,
+    check,
+    framework_run,
+    search_result,
+)
+from tests.support.langfuse_server import langfuse_session, langfuse_type
+from tracing import attributes as A
+
+
+@pytest.fixture
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FrameworkRun]:
+    import mcp.shared._otel
+    from openinference.instrumentation.mcp import MCPInstrumentor
+
+    with framework_run(tmp_path) as fw:
+        # mcp takes its tracer from the global provider (configure() sets it; tests do not)
+        monkeypatch.setattr(mcp.shared._otel, "_tracer", fw.provider.get_tracer("mcp-python-sdk"))
+        instrumentor = MCPInstrumentor()
+        instrumentor.instrument(tracer_provider=fw.provider)
+        try:
+            yield fw
+        finally:
+            instrumentor.uninstrument()
+
+
+def _drive(fw: FrameworkRun) -> list[Any]:
+    from mcp import Client
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("code")
+
+    @server.tool()
+    def search_code(intent: str, query: str) -> dict[str, Any]:
+        """Search the code base."""
+        return search_result(query)
+
+    @server.tool()
+    def read_file(intent: str, path: str) -> str:
+        """Read one file."""
+        raise FileNotFoundError(path)
+
+    async def main() -> list[Any]:
+        async with Client(server) as client:
+            results = list(
+                await asyncio.gather(
+                    *(
+                        client.call_tool("search_code", {"intent": i, "query": q})
+                        for i, q in SEARCHES
+                    )
+                )
+            )
+            intent, path = FAILING
+            results.append(await client.call_tool("read_file", {"intent": intent, "path": path}))
+            return results
+
+    with fw.session():
+        return asyncio.run(main())
+
+
+def test_mcp_tool_spans_reach_every_destination(run: FrameworkRun) -> None:
+    results = _drive(run)
+    assert [r.is_error for r in results] == [False, False, True]
+    got = run.finish()
+    assert not got.internal_errors
+    assert sorted(s.attributes[A.TOOL_NAME] for s in got.otlp) == [
+        "read_file",
+        "search_code",
+        "search_code",
+    ]
+    assert [s.status_code for s in got.otlp if s.attributes[A.TOOL_NAME] == "read_file"] == [2]
+    assert len(got.langfuse) == 3
+    for span in got.langfuse:
+        assert langfuse_type(span) == "TOOL"
+        assert langfuse_session(span.attributes) == SESSION
+    rows = sorted((a["tool_name"], a["status"], a["session_id"]) for a in got.anchors)
+    assert rows == [
+        ("read_file", "error", SESSION),
+        ("search_code", "success", SESSION),
+        ("search_code", "success", SESSION),
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="mcp 2.x's own tool spans carry no arguments or result (only gen_ai.tool.name), so "
+    "no intent can be read; Traceloop's MCP instrumentation, which records them, patches "
+    "mcp 1.x's mcp.shared.session (gone in 2.x)",
+)
+def test_mcp_client_tool_calls_named_by_intent(run: FrameworkRun) -> None:
+    _drive(run)
+    check(run.finish(), parallel_batch=False)

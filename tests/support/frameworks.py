@@ -1,0 +1,168 @@
+"""One scenario for every agent framework test (tests/frameworks): the model asks for two
+intent-carrying ``search_code`` calls in parallel and one ``read_file`` call that fails.
+
+``framework_run`` sets tracing up the way a user does (``configure``) with three real
+destinations: OTLP/HTTP protobuf to a loopback receiver, the real Langfuse SDK posting to the
+same receiver, and a SQLite ledger. ``FrameworkRun.finish()`` flushes everything and returns
+what each destination holds; ``check`` compares it with what a user should see:
+
+* the exported copy's names: the outcome for the two successes, ``<intent> · failed``;
+* the Langfuse view of the copy (the server's own rules, tests/support/langfuse_server.py):
+  that name, type TOOL, the session, the ``tool-intent`` tag;
+* the ledger rows: intent, tool, status, session, the batch of the two parallel calls;
+* no internal errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+
+from tests.support.langfuse_server import (
+    langfuse_name,
+    langfuse_session,
+    langfuse_tags,
+    langfuse_type,
+)
+from tests.support.otlp_receiver import OtlpReceiver, WireSpan
+from tracing import TracingSetup, configure, session
+from tracing import attributes as A
+from tracing.anchor import Anchor
+from tracing.ledger import Ledger, open_ledger
+
+SESSION = "conv-frameworks"
+AGENT = "coder"
+LANGFUSE_PATH = "/api/public/otel/v1/traces"
+OTLP_PATH = "/v1/traces"
+
+SEARCHES = [
+    ("Searching for OAuth handling", "oauth"),
+    ("Searching for MCP wiring", "mcp"),
+]
+FAILING = ("Reading the missing router", "nope.py")
+# framework users whose tool functions declare `intent` themselves register those names
+INTENT_TOOLS = ["search_code", "read_file"]
+
+OUTCOMES = {intent: f"Found 2 results for {query}" for intent, query in SEARCHES}
+FAILED_NAME = f"{FAILING[0]} · failed"
+EXPECTED_NAMES = sorted([*OUTCOMES.values(), FAILED_NAME])
+
+
+def search_result(query: str) -> dict[str, Any]:
+    """What the ``search_code`` tool of every framework returns (its outcome names the call)."""
+    return {"hits": 2, "outcome": f"Found 2 results for {query}"}
+
+
+@dataclass(frozen=True)
+class Exported:
+    """What reached each destination, the tool calls only."""
+
+    otlp: list[WireSpan]
+    langfuse: list[WireSpan]
+    anchors: list[Anchor]
+    internal_errors: list[tuple[str, str]]
+    all_otlp: list[WireSpan]
+
+
+def _tool_spans(spans: list[WireSpan]) -> list[WireSpan]:
+    return sorted((s for s in spans if A.TOOL_CALL_ID in s.attributes), key=lambda s: s.name)
+
+
+@dataclass
+class FrameworkRun:
+    rx: OtlpReceiver
+    provider: TracerProvider
+    setup: TracingSetup
+    ledger: Ledger
+
+    def session(self) -> contextlib.AbstractContextManager[Any]:
+        """The conversation the framework's calls belong to."""
+        return session(SESSION, agent_id=AGENT, turn=1)
+
+    def finish(self) -> Exported:
+        """Flush every destination (the exporters post synchronously in a flush)."""
+        assert self.setup.force_flush()
+        assert self.ledger.flush(10.0)
+        return Exported(
+            otlp=_tool_spans(self.rx.spans(OTLP_PATH)),
+            langfuse=_tool_spans(self.rx.spans(LANGFUSE_PATH)),
+            anchors=sorted(self.ledger.session_anchors(SESSION), key=lambda a: a["label"]),
+            internal_errors=self.setup.processor.internal_errors(),
+            all_otlp=self.rx.spans(OTLP_PATH),
+        )
+
+
+@contextlib.contextmanager
+def framework_run(tmp_path: Path) -> Iterator[FrameworkRun]:
+    """Tracing configured as a user would, exporting to a loopback receiver and a ledger."""
+    key = uuid.uuid4().hex[:12]
+    with OtlpReceiver() as rx:
+        ledger = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+        provider = TracerProvider()
+        setup = configure(
+            provider=provider,
+            set_global=False,
+            ledger=ledger,
+            intent_tools=INTENT_TOOLS,
+            exporters=[OTLPSpanExporter(endpoint=rx.traces_url)],
+            langfuse={
+                "public_key": f"pk-lf-{key}",
+                "secret_key": f"sk-lf-{key}",
+                "base_url": rx.url,
+                "flush_interval": 0.1,
+            },
+        )
+        try:
+            yield FrameworkRun(rx=rx, provider=provider, setup=setup, ledger=ledger)
+        finally:
+            if setup.langfuse is not None:
+                setup.langfuse.shutdown()
+            setup.shutdown()
+
+
+def check(got: Exported, *, parallel_batch: bool = True) -> None:
+    """What every framework's user should see (see the module docstring).
+
+    Args:
+        parallel_batch: the two parallel calls share one batch (frameworks whose model step is
+            visible as a span parenting both; otherwise each call is its own batch).
+    """
+    assert not got.internal_errors, got.internal_errors
+    # the exported copy, as decoded from the OTLP bytes
+    assert [s.name for s in got.otlp] == EXPECTED_NAMES, [s.name for s in got.all_otlp]
+    by_name = {s.name: s for s in got.otlp}
+    for intent, outcome in OUTCOMES.items():
+        assert by_name[outcome].attributes[A.INTENT] == intent
+        assert by_name[outcome].attributes[A.OUTCOME] == outcome
+        assert by_name[outcome].status_code != 2
+    assert by_name[FAILED_NAME].attributes[A.INTENT] == FAILING[0]
+    assert by_name[FAILED_NAME].status_code == 2
+    # the Langfuse view of the copy
+    assert sorted(langfuse_name(s) for s in got.langfuse) == EXPECTED_NAMES
+    for span in got.langfuse:
+        assert langfuse_type(span) == "TOOL", span.attributes
+        assert langfuse_session(span.attributes) == SESSION
+        assert A.DEFAULT_LANGFUSE_TAG in langfuse_tags(span.attributes)
+    # the ledger rows
+    rows = [
+        (a["label"], a["intent"], a["tool_name"], a["status"], a["session_id"], a["turn"])
+        for a in got.anchors
+    ]
+    assert rows == sorted(
+        [
+            *((OUTCOMES[i], i, "search_code", "success", SESSION, 1) for i, _ in SEARCHES),
+            (FAILED_NAME, FAILING[0], "read_file", "error", SESSION, 1),
+        ]
+    )
+    assert all(a["parent_call_id"] is None for a in got.anchors)
+    assert all(a["args"] is None or FAILING[0] not in a["args"] for a in got.anchors)
+    searches = [a for a in got.anchors if a["tool_name"] == "search_code"]
+    if parallel_batch:
+        assert searches[0]["batch_id"] == searches[1]["batch_id"]
