@@ -347,3 +347,22 @@ def test_with_intent_properties(case: tuple[Any, dict[str, Any]], required: bool
     stripped = without_intent(out)
     assert list(stripped["properties"]) == list(schema["properties"])
     assert "intent" not in stripped.get("required", [])
+
+
+def test_outcome_inside_traceloop_langchain_tool_output() -> None:
+    from tracing.intent._args import result_outcome
+
+    # Traceloop's LangChain instrumentation: {"output": <serialized ToolMessage>, "kwargs": {...}}
+    content = json.dumps({"hits": 2, "outcome": "Found 2 results for oauth"})
+    raw = json.dumps(
+        {
+            "output": {
+                "lc": 1,
+                "type": "constructor",
+                "id": ["langchain", "schema", "messages", "ToolMessage"],
+                "kwargs": {"content": content, "type": "tool", "tool_call_id": "c1"},
+            },
+            "kwargs": {"tags": [], "name": "search_code"},
+        }
+    )
+    assert result_outcome(raw) == ("Found 2 results for oauth", None)

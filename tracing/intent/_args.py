@@ -228,6 +228,7 @@ def intent_candidate(
 def _payloads(parsed: Any, depth: int = 0) -> list[Mapping[str, Any]]:
     """The mapping a result is, and those inside message envelopes: ``{"content": "<json>"}``,
     ``{"data": {"content": ...}}`` (LangChain messages), ``{"kwargs": {"content": ...}}``,
+    ``{"output": <message>}`` (Traceloop's LangChain tool output),
     MCP ``{"content": [{"type": "text", "text": "<json>"}]}``."""
     if depth > 3:
         return []
@@ -243,7 +244,7 @@ def _payloads(parsed: Any, depth: int = 0) -> list[Mapping[str, Any]]:
         return []
     mapping = cast("Mapping[str, Any]", parsed)
     found = [mapping]
-    for key in ("data", "kwargs"):
+    for key in ("data", "kwargs", "output"):
         inner = mapping.get(key)
         if isinstance(inner, Mapping):
             found.extend(_payloads(inner, depth + 1))
