@@ -32,7 +32,7 @@ from tests.support.langfuse_server import (
     langfuse_type,
 )
 from tests.support.otlp_receiver import OtlpReceiver, WireSpan
-from tracing import TracingSetup, configure, session
+from tracing import IntentRegistry, TracingSetup, configure, session
 from tracing import attributes as A
 from tracing.anchor import Anchor
 from tracing.ledger import Ledger, open_ledger
@@ -110,6 +110,8 @@ def framework_run(tmp_path: Path) -> Iterator[FrameworkRun]:
             provider=provider,
             set_global=False,
             ledger=ledger,
+            # a registry of its own: `intent_tools` alone would fill the process-wide default one
+            registry=IntentRegistry(),
             intent_tools=INTENT_TOOLS,
             exporters=[OTLPSpanExporter(endpoint=rx.traces_url)],
             langfuse={

@@ -1,0 +1,73 @@
+"""OpenLLMetry (Traceloop): a LangGraph ReAct agent (a scripted chat model) traced by
+Traceloop's LangChain instrumentation (``traceloop.span.kind=tool`` spans with
+``traceloop.entity.input``), in the scenario of tests/support/frameworks.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.frameworks import (
+    FAILING,
+    SEARCHES,
+    FrameworkRun,
+    check,
+    framework_run,
+    search_result,
+)
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Iterator[FrameworkRun]:
+    from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+
+    with framework_run(tmp_path) as fw:
+        instrumentor = LangchainInstrumentor()
+        instrumentor.instrument(tracer_provider=fw.provider)
+        try:
+            yield fw
+        finally:
+            instrumentor.uninstrument()
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_langgraph_agent_with_traceloop_langchain(run: FrameworkRun) -> None:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import ToolNode, create_react_agent
+
+    class FakeChatModel(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+    @tool
+    def search_code(intent: str, query: str) -> str:
+        """Search the code base."""
+        return json.dumps(search_result(query))
+
+    @tool
+    def read_file(intent: str, path: str) -> str:
+        """Read one file."""
+        raise FileNotFoundError(path)
+
+    calls = [
+        *(
+            {"name": "search_code", "args": {"intent": i, "query": q}, "id": f"c{n}"}
+            for n, (i, q) in enumerate(SEARCHES)
+        ),
+        {"name": "read_file", "args": {"intent": FAILING[0], "path": FAILING[1]}, "id": "c9"},
+    ]
+    replies = iter([AIMessage(content="", tool_calls=calls), AIMessage(content="done")])
+    agent = create_react_agent(  # pyright: ignore[reportDeprecated]
+        FakeChatModel(messages=replies),
+        ToolNode([search_code, read_file], handle_tool_errors=True),
+    )
+    with run.session():
+        result = agent.invoke({"messages": [("user", "find the auth code")]})
+    assert result["messages"][-1].content == "done"
+    check(run.finish())
