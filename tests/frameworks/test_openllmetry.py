@@ -14,7 +14,9 @@ import pytest
 from tests.support.frameworks import (
     FAILING,
     SEARCHES,
+    Exported,
     FrameworkRun,
+    assert_args_stripped,
     check,
     framework_run,
     search_result,
@@ -34,8 +36,7 @@ def run(tmp_path: Path) -> Iterator[FrameworkRun]:
             instrumentor.uninstrument()
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
-def test_langgraph_agent_with_traceloop_langchain(run: FrameworkRun) -> None:
+def _drive(run: FrameworkRun) -> Exported:
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage
     from langchain_core.tools import tool
@@ -70,4 +71,17 @@ def test_langgraph_agent_with_traceloop_langchain(run: FrameworkRun) -> None:
     with run.session():
         result = agent.invoke({"messages": [("user", "find the auth code")]})
     assert result["messages"][-1].content == "done"
-    check(run.finish())
+    return run.finish()
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_langgraph_agent_with_traceloop_langchain(run: FrameworkRun) -> None:
+    # one agent run per module: a second instrumented run in the same process did not show the
+    # gap below (why is not investigated)
+    got = _drive(run)
+    check(got, args_stripped=False)
+    # A known gap, kept visible: the ledger's args keep the intent (Traceloop's entity input
+    # holds the args under `inputs` and as a Python repr in `input_str`, which the wrapped-args
+    # rule does not strip). When this fails the gap is closed: drop args_stripped=False.
+    with pytest.raises(AssertionError):
+        assert_args_stripped(got)
