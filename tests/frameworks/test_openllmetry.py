@@ -64,7 +64,7 @@ def _drive(run: FrameworkRun) -> Exported:
         {"name": "read_file", "args": {"intent": FAILING[0], "path": FAILING[1]}, "id": "c9"},
     ]
     replies = iter([AIMessage(content="", tool_calls=calls), AIMessage(content="done")])
-    agent = create_react_agent(  # pyright: ignore[reportDeprecated]
+    agent = create_react_agent(
         FakeChatModel(messages=replies),
         ToolNode([search_code, read_file], handle_tool_errors=True),
     )
