@@ -5,7 +5,11 @@ See :mod:`tracing.demo._run` and docs/collect.md#the-demo.
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -43,6 +47,17 @@ def _print(lines: list[str]) -> None:
             return
     for line in lines:
         click.echo(line)
+
+
+def _command_as_typed() -> str:
+    """``intentrace`` when that is on PATH, else the path it was run by (``.venv/bin/intentrace``
+    from scripts/demo.sh), so the printed next step works as printed."""
+    if shutil.which("intentrace"):
+        return "intentrace"
+    here = Path(sys.argv[0])
+    if here.name == "intentrace" and here.exists():
+        return shlex.quote(os.path.relpath(here) if not here.is_absolute() else str(here))
+    return "intentrace"
 
 
 @click.command()
@@ -91,12 +106,13 @@ def demo(  # noqa: PLR0917 - click passes options as arguments
         raise click.ClickException(str(exc)) from None
     finally:
         ledger.close()
+    command = _command_as_typed()
     lines += [
         "",
         f"Ledger: {report.ledger_url}",
-        f"Read it: intentrace view --ledger {report.ledger_url}"
+        f"Read it: {command} view --ledger {report.ledger_url}"
         if ledger_url
-        else "Read it: intentrace view",
+        else f"Read it: {command} view",
     ]
     _print(lines)
     if not view:
