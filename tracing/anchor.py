@@ -116,6 +116,21 @@ ANCHOR_ID_CHARS: Final = 24
 """Length of an ``anchor_id`` (hex)."""
 
 
+def safe_id(value: str) -> str:
+    """``value`` with every lone surrogate replaced by ``?``: an id (call, session, batch,
+    agent) that a database, a UTF-8 encoder or a JSON reader can take. Python strings may
+    hold lone surrogates (a JSON escape of half a pair, ``surrogateescape`` decoding); no
+    database text type does. Writers coerce ids with it, as labels are sanitized; text that
+    encodes is returned as it is."""
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "replace").decode("utf-8")
+    return value
+
+
 def anchor_id(
     provider_call_id: str | None,
     *,
@@ -138,7 +153,8 @@ def anchor_id(
         )
     else:
         key = f"s\x1f{trace_id or ''}\x1f{span_id or ''}"
-    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+    # (ids as stored: a lone surrogate hashes as the ``?`` every writer stores for it)
+    return hashlib.blake2b(safe_id(key).encode("utf-8"), digest_size=12).hexdigest()
 
 
 class AnchorWrite(TypedDict):

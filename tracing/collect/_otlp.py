@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -412,7 +413,7 @@ def _json_span(
     raw: Any, where: str, resource: Mapping[str, Any], scope_name: str | None
 ) -> SpanView:
     span = _span_object(raw, where)
-    name = span.get("name")
+    name = span.get("name", "")  # (absent: empty, which OTLP/JSON encoders leave out)
     if not isinstance(name, str):
         raise _SpanError(f"{where}.name: expected a string, got {_kind(name)}")
     events: list[EventView] = []
@@ -460,7 +461,14 @@ def decode_json(body: bytes | str) -> DecodedBatch:
     try:
         parsed = jiter.from_json(data)
     except ValueError as exc:
-        raise OtlpDecodeError(f"body is not JSON: {exc}") from None
+        if "surrogate" not in str(exc):
+            raise OtlpDecodeError(f"body is not JSON: {exc}") from None
+        # A JSON escape of half a surrogate pair (valid JSON, which jiter refuses): the
+        # standard library reads it; the writers coerce what it makes (ids, labels, text).
+        try:
+            parsed = json.loads(data.decode("utf-8", "surrogatepass"))
+        except (ValueError, RecursionError) as again:
+            raise OtlpDecodeError(f"body is not JSON: {again}") from None
     root = _as_object(parsed, "body") if parsed is not None else None
     if root is None:
         raise OtlpDecodeError("body: expected an object with resourceSpans, got null")

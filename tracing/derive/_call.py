@@ -25,6 +25,7 @@ from tracing.derive._conventions import (
     FULL_PARSE_MAX_CHARS,
     PREFIX_CHARS,
     STATUS_ERROR,
+    UNKNOWN_TOOL,
     Convention,
     EventView,
     SpanView,
@@ -199,8 +200,9 @@ def _outcome_inputs(
 
 def shown_tool_name(policy: PolicyLike, tool_name: str) -> str:
     """The tool name as shown: scrubbed (a name taken from a span name may carry anything,
-    and a key pasted as a tool name is an identifier too)."""
-    return trace_redactor(policy).short_text(tool_name)
+    and a key pasted as a tool name is an identifier too); ``unknown`` for no name at all
+    (a convention of the application's own may find none)."""
+    return trace_redactor(policy).short_text(tool_name) if tool_name else UNKNOWN_TOOL
 
 
 def shown_id(policy: PolicyLike, value: str | None) -> str | None:

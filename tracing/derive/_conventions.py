@@ -96,6 +96,10 @@ STATUS_UNSET: Final = 0
 STATUS_OK: Final = 1
 STATUS_ERROR: Final = 2
 
+UNKNOWN_TOOL: Final = "unknown"
+"""The tool name of a recognised tool span that names no tool: no tool-name attribute and an
+empty span name (the ledger needs a name; ``unknown`` says what happened)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ToolFacts:
@@ -217,7 +221,7 @@ class AttributeConvention:
             result = _event_value(view, self.result_event, self.event_value_keys)
         return ToolFacts(
             convention=self.name,
-            tool_name=tool or name,
+            tool_name=tool or name or UNKNOWN_TOOL,
             call_id=_first_str(attrs, self.call_id_keys),
             args=args,
             result=result,

@@ -17,6 +17,7 @@ from tracing.anchor import (
     BlockInfo,
     DroppedInfo,
     SessionInfo,
+    safe_id,
 )
 from tracing.ledger._config import LedgerError, LedgerOptions, LedgerURL, parse_ledger_url
 from tracing.ledger._plan import Activity, Dropped, TurnFloor
@@ -205,8 +206,8 @@ class Ledger:
             return
         queue.put(
             Activity(
-                str(session_id),
-                str(batch_id),
+                safe_id(str(session_id)),
+                safe_id(str(batch_id)),
                 str(label),
                 turn if isinstance(turn, int) and not isinstance(turn, bool) else None,
             )
@@ -224,7 +225,7 @@ class Ledger:
         if self._writer is None or self._closed or count <= 0:
             return
         now = time.time_ns()
-        key = (str(session_id), str(source))
+        key = (safe_id(str(session_id)), safe_id(str(source)))
         with self._drop_lock:
             found = self._lost.get(key)
             if found is None:
@@ -248,7 +249,7 @@ class Ledger:
         cannot answer, the number continues from what this process knows and is recorded as a
         floor once the database is back.
         """
-        session_id = str(session_id)
+        session_id = safe_id(str(session_id))
         floor = self._turns.get(session_id, 0) + 1
         turn = floor
         if not self.read_only and not self._closed:
@@ -361,6 +362,8 @@ class Ledger:
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         if self._closed:
             raise LedgerError(f"the ledger {self.url} is closed")
+        # (an id asked for as it was written: a lone surrogate was stored as ``?``)
+        params = [safe_id(p) if p.__class__ is str else p for p in params]
         try:
             with self._read_lock, self._store.guard():
                 return self._store.query(self._reader(), sql, params)

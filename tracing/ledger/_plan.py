@@ -255,6 +255,39 @@ def _clean_write(
     return out
 
 
+def clean_item(item: Any, *, strip_nul: bool) -> Any:
+    """A queued item with its ids and texts coerced (the careful replay, before the stored rows
+    are looked up: a lone surrogate in a call, session or batch id fails the lookup too). A
+    write that cannot be stored is returned as it is (the plan counts it invalid)."""
+    if isinstance(item, Mapping):
+        write = cast(Mapping[str, Any], item)
+        cleaned = _clean_write(write, strip_nul=strip_nul, careful=True)
+        return write if cleaned is None else cleaned
+    if item.__class__ is Activity:
+        a = cast(Activity, item)
+        return Activity(
+            clean_text(a.session_id, column="session_id", strip_nul=strip_nul) or "",
+            clean_text(a.batch_id, column="batch_id", strip_nul=strip_nul) or "",
+            a.label,
+            a.turn,
+        )
+    if item.__class__ is TurnFloor:
+        f = cast(TurnFloor, item)
+        return TurnFloor(
+            clean_text(f.session_id, column="session_id", strip_nul=strip_nul) or "", f.turn
+        )
+    if item.__class__ is Dropped:
+        d = cast(Dropped, item)
+        return Dropped(
+            clean_text(d.session_id, column="session_id", strip_nul=strip_nul) or "",
+            clean_text(d.source, column="session_id", strip_nul=strip_nul) or "",
+            d.count,
+            d.first_ns,
+            d.last_ns,
+        )
+    return item
+
+
 def plan_batch(
     items: Iterable[Mapping[str, Any] | Activity | TurnFloor | Dropped],
     stored: Mapping[str, tuple[Any, dict[str, Any]]],

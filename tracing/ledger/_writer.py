@@ -43,6 +43,7 @@ from tracing.ledger._plan import (
     TurnFloor,
     as_stored,
     assign,
+    clean_item,
     clean_text,
     monotonic_ns,
     plan_batch,
@@ -601,6 +602,8 @@ class Writer:
         store, conn = self.store, self._conn
         if careful or prepared is None:
             careful = True
+            strip_nul = store.strip_nul
+            items = cast("list[Item]", [clean_item(it, strip_nul=strip_nul) for it in items])
             found: set[Any] = set()
             for it in items:
                 if isinstance(it, Mapping):

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from redaction import secret_tail
-from tracing.anchor import anchor_id
+from tracing.anchor import anchor_id, safe_id
 from tracing.diagnostics import ErrorLog
 from tracing.intent import IntentRegistry, IntentStreamReader, StreamingIntent, sanitize_label
 from tracing.status import Status
@@ -663,15 +663,16 @@ class ToolCallTracker:
             "intent": intent,
         }
         if first:
-            write["provider_call_id"] = call.call_id
-            write["session_id"] = ctx.session_id or ""
+            # (ids coerced as the processor's are: a lone surrogate would fail the write)
+            write["provider_call_id"] = safe_id(call.call_id) if call.call_id else call.call_id
+            write["session_id"] = safe_id(ctx.session_id or "")
             write["start_ns"] = call.start_ns
             if ctx.agent_id is not None:
-                write["agent_id"] = ctx.agent_id
+                write["agent_id"] = safe_id(ctx.agent_id)
             if ctx.turn is not None:
                 write["turn"] = ctx.turn
             if self.batch_id is not None:
-                write["batch_id"] = self.batch_id
+                write["batch_id"] = safe_id(self.batch_id)
         if first or final or status != Status.STREAMING:
             decision = red.decision
             write["redaction"] = json.dumps(
