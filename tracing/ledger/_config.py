@@ -38,6 +38,10 @@ class LedgerOptions:
     max_retry_backoff_millis: int = 2_000
     busy_timeout_millis: int = 2_000
     """SQLite: how long a statement waits for another process's write lock before failing."""
+    turn_wait_millis: int = 50
+    """How long ``next_turn`` waits for the database's write lock (SQLite's, or the session's
+    row on PostgreSQL) before it reads the number instead: the app's thread never waits
+    behind another writer."""
     connect_timeout_seconds: int = 5
     """PostgreSQL: connection timeout (libpq ``connect_timeout``)."""
     statement_timeout_millis: int = 30_000

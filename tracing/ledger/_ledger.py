@@ -245,9 +245,13 @@ class Ledger:
     def next_turn(self, session_id: str) -> int:
         """Hand out the session's next turn number (1, 2, ...; continues across restarts).
 
-        May block briefly (one statement on the database). Never raises: when the database
-        cannot answer, the number continues from what this process knows and is recorded as a
-        floor once the database is back.
+        One statement on the database, which waits at most ``turn_wait_millis`` (50) for the
+        write lock: while another writer holds it (another process's transaction, this
+        ledger's own batch), the number is read instead (the last committed turn + 1, never
+        below what this process handed out) and recorded as a floor with the next batch. Two
+        processes taking a turn of one session in that same moment may then get the same
+        number. Never raises: when the database cannot answer, the number continues from what
+        this process knows and is recorded as a floor once the database is back.
         """
         session_id = safe_id(str(session_id))
         floor = self._turns.get(session_id, 0) + 1
@@ -256,7 +260,19 @@ class Ledger:
             try:
                 with self._read_lock, self._store.guard():
                     conn = self._reader()
-                    turn = self._store.bump_turn(conn, session_id, floor)
+                    try:
+                        turn = self._store.bump_turn(
+                            conn, session_id, floor, wait_millis=self._options.turn_wait_millis
+                        )
+                    except Exception as exc:
+                        if not self._store.is_locked(exc):
+                            raise
+                        # Another writer holds the lock: read what it leaves (never blocked)
+                        # and let our writer record the number.
+                        turn = max(floor, self._store.read_turn(conn, session_id) + 1)
+                        logger.debug("intentrace ledger: next_turn read %d (locked): %s", turn, exc)
+                        if self._queue is not None:
+                            self._queue.put(TurnFloor(session_id, turn))
             except Exception as exc:
                 self._reset_reader()
                 if self._writer is not None:
@@ -301,7 +317,9 @@ class Ledger:
     def stats(self) -> dict[str, int]:
         """Counters: enqueued, written, dropped, retries, errors (the database's failures),
         internal_errors (our bugs, ``tracing.diagnostics``), queue_depth, reaped, invalid,
-        files_lost (the SQLite file deleted or replaced under the writer, docs/ledger.md), and
+        files_lost (the SQLite file deleted or replaced under the writer, docs/ledger.md),
+        space_reclaimed (times a write failed for lack of space and the WAL was checkpointed
+        and truncated), and
         two flags: failing (1 while the last try at writing failed) and failing_permanently
         (1 while it failed for a reason retrying cannot fix: ``intentrace collect`` answers
         503 then)."""
@@ -311,7 +329,7 @@ class Ledger:
             return {
                 "enqueued": 0, "written": 0, "dropped": self._dropped, "retries": 0,
                 "errors": 0, "internal_errors": 0, "queue_depth": 0, "reaped": 0, "invalid": 0,
-                "files_lost": 0, "failing": 0, "failing_permanently": 0,
+                "files_lost": 0, "space_reclaimed": 0, "failing": 0, "failing_permanently": 0,
             }  # fmt: skip
         return {
             "enqueued": w.taken + depth,
@@ -324,6 +342,7 @@ class Ledger:
             "reaped": w.reaped,
             "invalid": w.invalid,
             "files_lost": w.files_lost,
+            "space_reclaimed": w.reclaimed,
             "failing": int(w.failing),
             "failing_permanently": int(w.permanent is not None),
         }

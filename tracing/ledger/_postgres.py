@@ -296,14 +296,22 @@ class PostgresStore(Store):
         keys = ("tool_call_id", "tool_name", "intent", "outcome")
         return [dict(zip(keys, r, strict=True)) for r in rows]
 
-    def bump_turn(self, conn: Any, session_id: str, floor: int) -> int:
-        row = conn.execute(
-            "INSERT INTO sessions AS s (session_id, next_seq, last_turn) VALUES (%s, 1, %s) "
-            "ON CONFLICT (session_id) DO UPDATE SET "
-            "last_turn = GREATEST(s.last_turn + 1, excluded.last_turn) RETURNING last_turn",
-            (session_id, max(1, floor)),
-        ).fetchone()
+    def bump_turn(self, conn: Any, session_id: str, floor: int, *, wait_millis: int) -> int:
+        with conn.transaction():
+            # (a writer's batch holds the session's row until it commits: wait only so long)
+            conn.execute(
+                "SELECT set_config('lock_timeout', %s, true)", (f"{max(1, int(wait_millis))}ms",)
+            )
+            row = conn.execute(
+                "INSERT INTO sessions AS s (session_id, next_seq, last_turn) VALUES (%s, 1, %s) "
+                "ON CONFLICT (session_id) DO UPDATE SET "
+                "last_turn = GREATEST(s.last_turn + 1, excluded.last_turn) RETURNING last_turn",
+                (session_id, max(1, floor)),
+            ).fetchone()
         return int(row[0])
+
+    def is_locked(self, exc: BaseException) -> bool:
+        return getattr(exc, "sqlstate", None) == "55P03"  # lock_not_available (lock_timeout)
 
     def query(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return conn.execute(sql.replace("?", "%s"), tuple(params)).fetchall()

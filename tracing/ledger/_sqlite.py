@@ -346,14 +346,39 @@ class SQLiteStore(Store):
         keys = ("tool_call_id", "tool_name", "intent", "outcome")
         return [dict(zip(keys, r, strict=True)) for r in rows]
 
-    def bump_turn(self, conn: Any, session_id: str, floor: int) -> int:
-        (turn,) = conn.execute(
-            "INSERT INTO sessions (session_id, next_seq, last_turn) VALUES (?, 1, ?) "
-            "ON CONFLICT (session_id) DO UPDATE SET "
-            "last_turn = max(last_turn + 1, excluded.last_turn) RETURNING last_turn",
-            (session_id, max(1, floor)),
-        ).fetchall()[0]
+    def bump_turn(self, conn: Any, session_id: str, floor: int, *, wait_millis: int) -> int:
+        if self.path is not None:  # (the reader's own wait, only for this statement)
+            conn.execute(f"PRAGMA busy_timeout = {max(0, int(wait_millis))}")
+        try:
+            (turn,) = conn.execute(
+                "INSERT INTO sessions (session_id, next_seq, last_turn) VALUES (?, 1, ?) "
+                "ON CONFLICT (session_id) DO UPDATE SET "
+                "last_turn = max(last_turn + 1, excluded.last_turn) RETURNING last_turn",
+                (session_id, max(1, floor)),
+            ).fetchall()[0]
+        finally:
+            if self.path is not None:
+                conn.execute(
+                    f"PRAGMA busy_timeout = {max(0, int(self.options.busy_timeout_millis))}"
+                )
         return int(turn)
+
+    def is_full(self, exc: BaseException) -> bool:
+        return isinstance(exc, sqlite3.OperationalError) and (
+            "disk is full" in str(exc)
+            or getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+        )
+
+    def reclaim(self, conn: Any) -> None:
+        # The WAL holds every page written since the last checkpoint, and SQLite checkpoints
+        # only at 1 000 pages (4 MiB): on a small volume the WAL alone fills it, and nothing
+        # ever shrinks it. Copy it into the database and truncate it to zero bytes.
+        if self.path is not None:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+    def is_locked(self, exc: BaseException) -> bool:
+        text = str(exc).lower()
+        return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
 
     def query(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return conn.execute(sql, params).fetchall()

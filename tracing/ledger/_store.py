@@ -284,9 +284,27 @@ class Store(ABC):
     def live_before(self, conn: Any, cutoff_ns: int, limit: int) -> list[dict[str, Any]]:
         """Live anchors last written before ``cutoff_ns`` (for reaping)."""
 
+    def read_turn(self, conn: Any, session_id: str) -> int:
+        """The session's ``last_turn`` as committed (0: none); never waits for a writer."""
+        rows = self.query(conn, "SELECT last_turn FROM sessions WHERE session_id = ?", [session_id])
+        return int(rows[0][0] or 0) if rows else 0
+
+    def is_full(self, exc: BaseException) -> bool:
+        """Whether ``exc`` says the disk (or the database's quota) is full."""
+        return False
+
+    def reclaim(self, conn: Any) -> None:  # noqa: B027 (a hook: most stores need nothing)
+        """Give back the space the database's own files hold beyond its data (after a write
+        failed for lack of it); nothing by default."""
+
+    def is_locked(self, exc: BaseException) -> bool:
+        """Whether ``exc`` says another writer holds the lock a statement waited for."""
+        return False
+
     @abstractmethod
-    def bump_turn(self, conn: Any, session_id: str, floor: int) -> int:
-        """Atomically hand out the session's next turn (at least ``floor``)."""
+    def bump_turn(self, conn: Any, session_id: str, floor: int, *, wait_millis: int) -> int:
+        """Atomically hand out the session's next turn (at least ``floor``), waiting at most
+        ``wait_millis`` for a lock (then raising an error ``is_locked`` recognises)."""
 
     # --- reads -------------------------------------------------------------------------------
     @abstractmethod

@@ -145,6 +145,9 @@ class Writer:
         self.retries = 0
         self.errors = 0
         self.invalid = 0
+        self.reclaimed = 0
+        self._reclaim_pending = False
+        """Times the disk was full and the WAL was checkpointed and truncated (SQLite)."""
         self.reaped = 0
         self.stalls = 0
         """Database calls cut by the watchdog (a connection that went silent: half-open)."""
@@ -484,6 +487,8 @@ class Writer:
             try:
                 self._check_file()
                 self._ensure_conn()
+                if self._reclaim_pending:
+                    self._reclaim()  # before the write: freed space would go to the WAL
             except Exception as exc:  # cannot connect: the database's fault (or the config's)
                 failure = exc
                 permanent = self.store.is_permanent(exc)
@@ -515,6 +520,9 @@ class Writer:
                     careful = True
                 else:
                     self._error("write", exc)
+                    if self.store.is_full(exc):
+                        self._reclaim_pending = True
+                        self._reclaim()
                 self._drop_conn()
                 if self._failing_since is None:
                     self._failing_since = time.monotonic()
@@ -551,6 +559,23 @@ class Writer:
     def failing(self) -> bool:
         """Whether the last try at writing (or connecting) failed."""
         return self._failing_since is not None or self.permanent is not None
+
+    def _reclaim(self) -> None:
+        """A write failed for lack of space: checkpoint SQLite's WAL into the database and
+        truncate it (what a full volume needs to recover once space is freed). Tried before
+        every batch until it succeeds: a write that went first would append to the WAL and
+        fill the freed space again, leaving the checkpoint none to grow the database into."""
+        if self._conn is None:
+            return
+        try:
+            with self.store.guard():
+                self.store.reclaim(self._conn)
+        except Exception as exc:  # (still full: tried again before the next batch)
+            logger.debug("intentrace ledger: reclaiming space failed: %s", exc)
+            return
+        self._reclaim_pending = False
+        self.reclaimed += 1
+        logger.info("intentrace ledger: the disk was full: WAL checkpointed and truncated")
 
     def _check_file(self) -> None:
         """Before a batch: a SQLite file deleted or replaced since the writer opened it is
