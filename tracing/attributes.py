@@ -17,6 +17,7 @@ key                            meaning
 ``intentrace.original_name``   the span name before intent naming (scrubbed)
 ``intentrace.tool.name``       the code-level tool name (always; Langfuse copies keep it here)
 ``intentrace.tool_call.id``    the anchor id: provider call id, else ``<trace_id>:<span_id>``
+``intentrace.provider_call.id`` the provider's own tool call id (the anchor id is made from it)
 ``intentrace.parent_call.id``  the tool call that spawned this one (subagents)
 ``intentrace.batch.id``        input/output: the block of sibling calls (default: parent span)
 ``intentrace.session.id``      session (conversation) id from ``session(...)``
@@ -105,6 +106,7 @@ OURS: Final[tuple[str, ...]] = (
     ORIGINAL_NAME,
     TOOL_NAME,
     TOOL_CALL_ID,
+    PROVIDER_CALL_ID,
     PARENT_CALL_ID,
     BATCH_ID,
     SESSION_ID,
