@@ -62,6 +62,10 @@ def call_label(anchor: Mapping[str, object]) -> str:
     )
 
 
+def _no_blocks() -> list[Block]:
+    return []
+
+
 @dataclass(slots=True)
 class Call:
     """One call as the story shows it."""
@@ -82,7 +86,7 @@ class Call:
     end_ns: int | None
     duration_ms: float | None
     has_error_text: bool
-    children: list[Block] = field(default_factory=list)
+    children: list[Block] = field(default_factory=_no_blocks)
     """Blocks of the subagent this call spawned (calls whose parent is this call)."""
     child_latest: str | None = None
     """The subagent's latest intent (group-header rules over its calls), if it has calls."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import pandas as pd
 
@@ -96,7 +96,7 @@ def structure(value: Any) -> Any:
     if isinstance(value, str):
         return block(value)
     if isinstance(value, Mapping):
-        items: Mapping[Any, Any] = value
+        items = cast("Mapping[Any, Any]", value)
         out: dict[str, Any] = {}
         for k, v in items.items():
             key = block(str(k))
@@ -105,7 +105,7 @@ def structure(value: Any) -> Any:
             out[key] = structure(v)
         return out
     if isinstance(value, list | tuple):
-        seq: list[Any] = list(value)
+        seq = cast("list[Any] | tuple[Any, ...]", value)
         return [structure(v) for v in seq]
     return value
 
@@ -115,7 +115,7 @@ def cell(value: Any) -> Any:
     if isinstance(value, str):
         return one_line(value, 4096)
     if isinstance(value, list | tuple):
-        seq: list[Any] = list(value)
+        seq = cast("list[Any] | tuple[Any, ...]", value)
         return ", ".join(one_line(v, 4096) for v in seq)
     return value
 

@@ -142,7 +142,7 @@ def _panel(dashboard: str, index: int, panel: Any, result: Any, examples: list[A
             ),
             width="stretch",
         )
-    st.dataframe(
+    st.dataframe(  # pyright: ignore[reportUnknownMemberType]  # streamlit's signature names pyarrow's Array without its type argument
         frame,
         hide_index=True,
         width="stretch",

@@ -10,7 +10,7 @@ import json
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import altair as alt
 import pandas as pd
@@ -271,16 +271,17 @@ def _redaction_text(raw: str | None) -> str | None:
         return None
     if not isinstance(data, dict):
         return None
+    fields = cast("dict[str, Any]", data)
     parts: list[str] = []
     for what in ("args", "output"):
-        action = data.get(what)
+        action = fields.get(what)
         if action and action != "keep":
             parts.append(f"{what}: {action}")
-    if data.get("intent_hidden"):
+    if fields.get("intent_hidden"):
         parts.append("intent hidden by policy")
-    if data.get("outcome_hidden"):
+    if fields.get("outcome_hidden"):
         parts.append("outcome hidden by policy")
-    scrubbed = data.get("scrubbed")
+    scrubbed = fields.get("scrubbed")
     if isinstance(scrubbed, int) and scrubbed:
         parts.append(f"{scrubbed} secret{'s' if scrubbed != 1 else ''} scrubbed")
     return " · ".join(str(p) for p in parts) or None
@@ -420,7 +421,7 @@ def _timeline(story: Story, blocks: list[Block], now_ns: int) -> None:
         names.properties(width=430, height=height),
         bars.properties(width=520, height=height),
         spacing=6,
-    ).resolve_scale(y="shared")
+    ).resolve_scale(y="shared")  # pyright: ignore[reportUnknownMemberType]  # altair's **kwds are untyped
     st.altair_chart(chart, width="content")
     st.caption(f"{count_text(len(frame))} on this page, one row each, in sequence order.")
 
@@ -442,7 +443,7 @@ def _checkpoints(story: Story) -> None:
         }
     )
     st.caption("Settled calls in order. Select one to open it in the story.")
-    picked: Any = st.dataframe(
+    picked = st.dataframe(  # pyright: ignore[reportUnknownMemberType]  # streamlit's signature names pyarrow's Array without its type argument
         frame,
         hide_index=True,
         width="stretch",
@@ -450,7 +451,7 @@ def _checkpoints(story: Story) -> None:
         selection_mode="single-row",
         key="checkpoints_table",
     )
-    chosen = list(picked.selection.rows) if picked is not None else []
+    chosen = picked.selection.rows
     if chosen:
         target = rows[chosen[0]].id
         del st.session_state["checkpoints_table"]

@@ -102,7 +102,7 @@ def _sessions(url: str) -> None:
     if rows:
         first, last = offset + 1, offset + len(rows)
         st.caption(f"Sessions {first}–{last} of {total}. Select a row to open the session.")
-        picked: Any = st.dataframe(
+        picked = st.dataframe(  # pyright: ignore[reportUnknownMemberType]  # streamlit's signature names pyarrow's Array without its type argument
             _table(rows),
             hide_index=True,
             width="stretch",
@@ -120,7 +120,7 @@ def _sessions(url: str) -> None:
                 "last activity": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
             },
         )
-        chosen = list(picked.selection.rows) if picked is not None else []
+        chosen = picked.selection.rows
         target = page("session")
         if chosen and target is not None:
             session_id = rows[chosen[0]]["session_id"]
