@@ -11,12 +11,16 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from google.protobuf.message import DecodeError
 from google.rpc import status_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -272,6 +276,37 @@ def test_partial_success_names_the_rejected_spans(collected: Collected) -> None:
     assert "spans[1]" in partial["errorMessage"]
     assert "traceId" in partial["errorMessage"]
     assert len(collected.ledger.calls()) == 1
+
+
+def test_protobuf_with_invalid_utf8_keeps_the_rest_of_the_batch(collected: Collected) -> None:
+    """A string field of one span holding bytes that are not UTF-8 (an exporter in another
+    language copying raw bytes): protobuf refuses the whole message; the receiver repairs the
+    bad values (U+FFFD), counts them, and keeps every span. Real bytes over loopback HTTP."""
+    spans = make_spans(4)
+    body = protobuf_body(spans)
+    # same-length swaps keep every length prefix valid: the intent of call 2 and a value of
+    # call 3 get bytes that are not UTF-8 (a lone continuation byte, a truncated sequence)
+    for good, bad in ((b"thing 2", b"th\x80ng 2"), (b'"q": "3"', b'"q": "\xe2"')):
+        assert body.count(good) >= 1, good
+        body = body.replace(good, bad)
+    with pytest.raises(DecodeError, match="UTF-8"):
+        ExportTraceServiceRequest.FromString(body)
+    response = post(collected.url, body)
+    assert response.status == 200, status_message(response)
+    parsed = export_response(response)
+    assert parsed.partial_success.rejected_spans == 0
+    assert "not UTF-8" in parsed.partial_success.error_message
+    anchors = {a["intent"]: a for a in collected.ledger.calls().values()}
+    assert set(anchors) == {
+        "Searching for thing 0",
+        "Searching for thing 1",
+        "Searching for th\ufffdng 2",
+        "Searching for thing 3",
+    }
+    assert anchors["Searching for thing 3"]["args"] == '{"q": "\ufffd"}'
+    stats = collected.receiver.stats()
+    assert stats["rejected"] == 0
+    assert stats["repaired_values"] >= 2
 
 
 @pytest.mark.internal_errors

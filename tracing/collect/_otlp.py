@@ -13,6 +13,10 @@ Two kinds of failure:
   not an OTLP value): the span is *rejected* and counted, the others go on — the receiver
   reports it in ``partial_success``.
 
+And one repair: a protobuf string value that is not UTF-8 (protobuf refuses the whole message
+for it) is kept with U+FFFD in place of the bad bytes and counted (``DecodedBatch.repaired``);
+its span and the rest of the batch are used.
+
 OTLP/JSON follows the OTLP specification: lowerCamelCase keys (snake_case accepted too), trace
 and span ids as hex (base64 accepted too), 64-bit integers as decimal strings or numbers, enum
 values as integers (names accepted too).
@@ -29,7 +33,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
 import jiter
-from google.protobuf.message import DecodeError
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor, FileDescriptor
+from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
@@ -63,6 +69,9 @@ class DecodedBatch:
     rejected: int = 0
     reasons: list[str] = field(default_factory=list[str])
     """The first few rejection reasons (``MAX_REASONS``), one line each."""
+    repaired: int = 0
+    """String values that were not UTF-8 (protobuf), kept with U+FFFD in place of the bad
+    bytes: their spans are used, not rejected."""
 
     def reject(self, reason: str) -> None:
         self.rejected += 1
@@ -165,17 +174,108 @@ def _pb_id(raw: bytes, size: int, what: str, zero: str) -> str:
     return text
 
 
-def decode_protobuf(body: bytes) -> DecodedBatch:
-    """Decode a protobuf ``ExportTraceServiceRequest`` (raises ``OtlpDecodeError``)."""
+_LENIENT: list[type[Message]] = []
+"""The request's twin in which every ``string`` field is ``bytes`` (made on first need)."""
+
+
+def _lenient_request_class() -> type[Message]:
+    """``ExportTraceServiceRequest`` with every string field declared ``bytes``: the same wire
+    format (length-delimited), without protobuf's UTF-8 check. Its own descriptor pool, so the
+    names stay those of OTLP and the generated classes are untouched."""
+    if _LENIENT:
+        return _LENIENT[0]
+    pool = descriptor_pool.DescriptorPool()
+    done: set[str] = set()
+
+    def add(file: FileDescriptor) -> None:
+        if file.name in done:
+            return
+        for dependency in file.dependencies:
+            add(dependency)
+        proto = descriptor_pb2.FileDescriptorProto()
+        file.CopyToProto(proto)
+        proto.ClearField("service")
+        stack = list(proto.message_type)
+        while stack:
+            message = stack.pop()
+            stack.extend(message.nested_type)
+            for fld in message.field:
+                if fld.type == descriptor_pb2.FieldDescriptorProto.TYPE_STRING:
+                    fld.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
+        pool.Add(proto)
+        done.add(file.name)
+
+    add(ExportTraceServiceRequest.DESCRIPTOR.file)
+    name = ExportTraceServiceRequest.DESCRIPTOR.full_name
+    _LENIENT.append(message_factory.GetMessageClass(pool.FindMessageTypeByName(name)))
+    return _LENIENT[0]
+
+
+def _repair_strings(message: Message, strict: Descriptor) -> int:
+    """Replace what is not UTF-8 in the fields ``strict`` declares ``string`` with U+FFFD, in
+    place, in a message of the lenient twin; how many values it changed."""
+    repaired = 0
+    string = FieldDescriptor.TYPE_STRING
+    for fld, value in message.ListFields():
+        twin = strict.fields_by_name[fld.name]
+        if twin.type == string:
+            items = list(cast("Sequence[bytes]", value)) if _repeated(fld) else [value]
+            fixed = [_utf8(v) for v in items]
+            changed = sum(a != b for a, b in zip(items, fixed, strict=True))
+            if changed:
+                repaired += changed
+                if _repeated(fld):
+                    value[:] = fixed
+                else:
+                    setattr(message, fld.name, fixed[0])
+        elif twin.message_type is not None:
+            children = value if _repeated(fld) else [value]
+            for child in cast("Sequence[Message]", children):
+                repaired += _repair_strings(child, twin.message_type)
+    return repaired
+
+
+def _repeated(fld: FieldDescriptor) -> bool:
+    return bool(fld.is_repeated)
+
+
+def _utf8(raw: bytes) -> bytes:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "replace").encode("utf-8")
+    return raw
+
+
+def _parse_request(body: bytes) -> tuple[ExportTraceServiceRequest, int]:
+    """The request, and how many string values were not UTF-8 (repaired with U+FFFD: protobuf
+    refuses the whole message for one such value, which would lose every other span)."""
     request = ExportTraceServiceRequest()
     try:
         request.ParseFromString(body)
+        return request, 0
     except (DecodeError, ValueError, RuntimeError) as exc:
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise OtlpDecodeError(
-            f"body is not a protobuf ExportTraceServiceRequest: {detail}"
-        ) from None
-    batch = DecodedBatch()
+        first = exc
+    lenient = _lenient_request_class()()
+    try:
+        lenient.ParseFromString(body)
+    except (DecodeError, ValueError, RuntimeError):
+        lenient = None  # not a string's fault: report the first error
+    if lenient is not None:
+        repaired = _repair_strings(lenient, ExportTraceServiceRequest.DESCRIPTOR)
+        try:
+            request.ParseFromString(lenient.SerializeToString())
+            return request, repaired
+        except (DecodeError, ValueError, RuntimeError):
+            pass
+    detail = str(first).strip().splitlines()[0] if str(first).strip() else type(first).__name__
+    raise OtlpDecodeError(f"body is not a protobuf ExportTraceServiceRequest: {detail}") from None
+
+
+def decode_protobuf(body: bytes) -> DecodedBatch:
+    """Decode a protobuf ``ExportTraceServiceRequest`` (raises ``OtlpDecodeError``)."""
+    request, repaired = _parse_request(body)
+    batch = DecodedBatch(repaired=repaired)
     for r, resource_spans in enumerate(request.resource_spans):
         resource = _pb_attributes(resource_spans.resource.attributes)
         for s, scope_spans in enumerate(resource_spans.scope_spans):

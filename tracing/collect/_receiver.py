@@ -246,6 +246,7 @@ class _Handler(BaseHTTPRequestHandler):
         receiver.count("spans", len(batch.spans) + batch.rejected)
         receiver.count("calls", result.calls)
         receiver.count("rejected", rejected)
+        receiver.count("repaired_values", batch.repaired)
         response = ExportTraceServiceResponse()
         if rejected:
             reasons = [*batch.reasons, *result.reasons][:5]
@@ -253,6 +254,10 @@ class _Handler(BaseHTTPRequestHandler):
             response.partial_success.error_message = f"{rejected} span(s) rejected: " + "; ".join(
                 reasons
             )
+        if batch.repaired:  # (a warning: OTLP allows a message with no span rejected)
+            note = f"{batch.repaired} string value(s) not UTF-8, kept with U+FFFD"
+            message = response.partial_success.error_message
+            response.partial_success.error_message = f"{message}; {note}" if message else note
         self._send(200, response, encoding, {})
 
     def _read_body(self, length: int) -> bytes:
@@ -491,7 +496,8 @@ class CollectReceiver:
         self._errors.report(where, exc)
 
     def stats(self) -> dict[str, int]:
-        """Counters: requests, spans, calls, rejected, http_<status>, internal_errors,
+        """Counters: requests, spans, calls, rejected, repaired_values (protobuf strings that
+        were not UTF-8, kept with U+FFFD), http_<status>, internal_errors,
         connections_refused (over ``max_connections``), deadline_cut (past ``timeout_s``),
         peak_reserved_bytes (the most of the memory budget in use at once)."""
         with self._lock:
