@@ -17,7 +17,7 @@ from typing import Any
 from tracing.anchor import ANCHOR_COLUMNS, COLUMN_TYPES
 from tracing.ledger._config import LedgerError, LedgerOptions
 from tracing.ledger._plan import SessionDelta, Update, loaded_row
-from tracing.ledger._store import LIVE_SQL, LOOKUP_COLUMNS, RefusedError, Store
+from tracing.ledger._store import LOOKUP_COLUMNS, RefusedError, Store
 
 _PG_TYPES = {"text": "text", "integer": "bigint", "real": "double precision"}
 _UPD_TABLE = "intentrace_upd"
@@ -286,15 +286,6 @@ class PostgresStore(Store):
     def has_table(self, conn: Any, name: str) -> bool:
         row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
         return bool(row[0])
-
-    def live_before(self, conn: Any, cutoff_ns: int, limit: int) -> list[dict[str, Any]]:
-        rows = conn.execute(
-            "SELECT tool_call_id, tool_name, intent, outcome FROM anchors "
-            f"WHERE status IN {LIVE_SQL} AND updated_ns < %s LIMIT %s",
-            (cutoff_ns, limit),
-        ).fetchall()
-        keys = ("tool_call_id", "tool_name", "intent", "outcome")
-        return [dict(zip(keys, r, strict=True)) for r in rows]
 
     def bump_turn(self, conn: Any, session_id: str, floor: int, *, wait_millis: int) -> int:
         with conn.transaction():

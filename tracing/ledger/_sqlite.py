@@ -18,7 +18,7 @@ from tracing.anchor import ANCHOR_COLUMNS
 from tracing.ledger._config import LedgerOptions
 from tracing.ledger._files import create_private
 from tracing.ledger._plan import SessionDelta, Update, loaded_row
-from tracing.ledger._store import LIVE_SQL, LOOKUP_COLUMNS, RefusedError, Store
+from tracing.ledger._store import LOOKUP_COLUMNS, RefusedError, Store
 
 _CHUNK = 900
 _ROW_MARKS = f"({', '.join('?' for _ in ANCHOR_COLUMNS)})"
@@ -336,15 +336,6 @@ class SQLiteStore(Store):
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
         ).fetchone()
         return row is not None
-
-    def live_before(self, conn: Any, cutoff_ns: int, limit: int) -> list[dict[str, Any]]:
-        rows = conn.execute(
-            "SELECT tool_call_id, tool_name, intent, outcome FROM anchors "
-            f"WHERE status IN {LIVE_SQL} AND updated_ns < ? LIMIT ?",
-            (cutoff_ns, limit),
-        ).fetchall()
-        keys = ("tool_call_id", "tool_name", "intent", "outcome")
-        return [dict(zip(keys, r, strict=True)) for r in rows]
 
     def bump_turn(self, conn: Any, session_id: str, floor: int, *, wait_millis: int) -> int:
         if self.path is not None:  # (the reader's own wait, only for this statement)

@@ -280,9 +280,16 @@ class Store(ABC):
     def has_table(self, conn: Any, name: str) -> bool:
         """Whether the table exists (a ledger made by an older release may lack newer ones)."""
 
-    @abstractmethod
     def live_before(self, conn: Any, cutoff_ns: int, limit: int) -> list[dict[str, Any]]:
         """Live anchors last written before ``cutoff_ns`` (for reaping)."""
+        keys = ("tool_call_id", "tool_name", "intent", "outcome")
+        rows = self.query(
+            conn,
+            f"SELECT {', '.join(keys)} FROM anchors "
+            f"WHERE status IN {LIVE_SQL} AND updated_ns < ? LIMIT ?",
+            (cutoff_ns, limit),
+        )
+        return [dict(zip(keys, r, strict=True)) for r in rows]
 
     def read_turn(self, conn: Any, session_id: str) -> int:
         """The session's ``last_turn`` as committed (0: none); never waits for a writer."""
