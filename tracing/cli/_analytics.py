@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 
-from tracing.cli._ledger import ledger_option
+from tracing.cli._options import ledger_option
 from tracing.environment_variables import INTENTRACE_DASHBOARDS
 
 if TYPE_CHECKING:

@@ -22,39 +22,21 @@ from typing import IO, Any
 import click
 
 from redaction import PolicyError, RedactionPolicy
-from tracing.cli._ledger import ledger_option
+from tracing.cli._options import bind_options, ledger_option, policy_option, tool_option
 from tracing.collect._feed import SpanFeed
 from tracing.collect._otlp import OtlpDecodeError, decode_json
 from tracing.collect._receiver import (
-    DEFAULT_HOST,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_PORT,
     CollectOptions,
     CollectReceiver,
 )
-from tracing.environment_variables import INTENTRACE_COLLECT_TOKEN, INTENTRACE_REDACTION_POLICY
+from tracing.environment_variables import INTENTRACE_COLLECT_TOKEN
 from tracing.intent import IntentRegistry
 from tracing.ledger import Ledger, LedgerError, LedgerOptions, open_ledger
 
 MAX_REPORTED: int = 5
 """Bad lines (and rejected spans) named in the report; all are counted."""
-
-policy_option = click.option(
-    "--policy",
-    "policy_path",
-    metavar="FILE",
-    default=None,
-    help=f"Redaction policy (TOML; default: ${INTENTRACE_REDACTION_POLICY}, else keep "
-    "everything and scrub secrets).",
-)
-tool_option = click.option(
-    "--tool",
-    "tools",
-    metavar="NAME",
-    multiple=True,
-    help="A label-bearing tool name, for spans without the intentrace.label_bearing flag "
-    "(repeatable).",
-)
 
 
 @contextmanager
@@ -92,14 +74,7 @@ def _is_loopback(host: str) -> bool:
 
 
 @click.command()
-@click.option("--host", default=DEFAULT_HOST, show_default=True, help="Interface to bind.")
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=DEFAULT_PORT,
-    show_default=True,
-    help="TCP port (0: any free port).",
-)
+@bind_options(DEFAULT_PORT, any_port=True)
 @ledger_option
 @click.option(
     "--token",

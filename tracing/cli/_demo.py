@@ -14,13 +14,11 @@ from typing import Any
 
 import click
 
-from tracing.cli._ledger import ledger_option
+from tracing.cli._options import bind_options, ledger_option
+from tracing.cli._view import DEFAULT_PORT as VIEW_PORT
 from tracing.cli._view import run_viewer
 from tracing.demo._run import DEFAULT_SEED, DEFAULT_SESSIONS, narrative, run_demo
 from tracing.ledger import LedgerError, open_ledger
-
-VIEW_HOST = "127.0.0.1"
-VIEW_PORT = 8501
 
 
 def _print(lines: list[str]) -> None:
@@ -77,14 +75,7 @@ def _command_as_typed() -> str:
     help="How many sessions to simulate.",
 )
 @click.option("--view", is_flag=True, help="Open the viewer on the ledger afterwards.")
-@click.option("--host", default=VIEW_HOST, show_default=True, help="Viewer interface (--view).")
-@click.option(
-    "--port",
-    type=click.IntRange(1, 65535),
-    default=VIEW_PORT,
-    show_default=True,
-    help="Viewer port (--view).",
-)
+@bind_options(VIEW_PORT, what="the viewer, with --view")
 def demo(  # noqa: PLR0917 - click passes options as arguments
     ledger_url: str | None, seed: int, sessions: int, view: bool, host: str, port: int
 ) -> None:

@@ -16,9 +16,8 @@ from typing import Literal
 import click
 
 from redaction import PolicyError, RedactionPolicy
-from redaction.environment_variables import INTENTRACE_REDACTION_POLICY
 from tracing import __version__
-from tracing.cli._ledger import ledger_option
+from tracing.cli._options import ledger_option, policy_option
 from tracing.ledger import LedgerError, open_ledger
 
 Level = Literal["ok", "warn", "fail"]
@@ -125,13 +124,7 @@ def run_checks(ledger_url: str | None, policy_path: str | None) -> list[Check]:
 
 @click.command()
 @ledger_option
-@click.option(
-    "--policy",
-    "policy_path",
-    metavar="PATH",
-    default=None,
-    help=f"Redaction policy file (default: ${INTENTRACE_REDACTION_POLICY}, else the default).",
-)
+@policy_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per check.")
 def doctor(ledger_url: str | None, policy_path: str | None, as_json: bool) -> None:
     """Check this environment: scrubber engine, redaction policy, ledger, optional extras.

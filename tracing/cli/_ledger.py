@@ -9,17 +9,9 @@ from datetime import datetime
 
 import click
 
-from tracing.environment_variables import INTENTRACE_LEDGER_URL
+from tracing.cli._options import ledger_option
 from tracing.ledger import Ledger, LedgerError, SessionInfo, dropped_notes, open_ledger
 from tracing.status import STATUSES
-
-ledger_option = click.option(
-    "--ledger",
-    "ledger_url",
-    metavar="URL",
-    default=None,
-    help=f"Ledger URL or SQLite file (default: ${INTENTRACE_LEDGER_URL}, else the default file).",
-)
 
 
 @contextmanager

@@ -18,12 +18,12 @@ from typing import Final
 
 import click
 
-from tracing.cli._ledger import ledger_option
+from tracing.cli._options import LOOPBACK, bind_options, ledger_option
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
 from tracing.ledger import LedgerError, display_url, open_ledger
 from viewer import APP_PATH
 
-DEFAULT_HOST: Final = "127.0.0.1"
+DEFAULT_HOST: Final = LOOPBACK
 DEFAULT_PORT: Final = 8501
 
 
@@ -130,8 +130,7 @@ def run_viewer(
 
 @click.command()
 @ledger_option
-@click.option("--host", default=DEFAULT_HOST, show_default=True, help="Interface to bind.")
-@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
+@bind_options(DEFAULT_PORT)
 def view(ledger_url: str | None, host: str, port: int) -> None:
     """Open the narrative viewer (Streamlit) on the ledger: sessions, stories, live calls."""
     try:
