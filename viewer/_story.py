@@ -134,6 +134,11 @@ class Call:
             settle_seq=self.settle_seq,
         )
 
+    @property
+    def live_inside(self) -> bool:
+        """Whether this call or a call nested under it has not settled yet."""
+        return any(call.live for call in self.walk())
+
     def walk(self) -> Iterable[Call]:
         """This call and every call nested under it, in story order."""
         yield self
@@ -164,6 +169,11 @@ class Block:
     def size(self) -> int:
         """Calls in the block, nested subagent calls included."""
         return sum(1 for call in self.calls for _ in call.walk())
+
+    @property
+    def live(self) -> bool:
+        """Whether a call of the block, or one nested under it, has not settled yet."""
+        return any(top.live_inside for top in self.calls)
 
     def counts(self) -> tuple[int, int, int, int]:
         """(calls, failed, cancelled, live) of the block's own calls."""
@@ -225,6 +235,10 @@ class Story:
             return []
         start, end = self.pages[max(0, min(page, len(self.pages) - 1))]
         return self.blocks[start:end]
+
+    def live_blocks(self) -> list[Block]:
+        """The top-level blocks that hold a live call (nested ones included): the Live page."""
+        return [block for block in self.blocks if block.live]
 
     def checkpoints(self) -> list[Call]:
         """The settled calls in ``seq`` order (what ``Ledger.checkpoints`` returns, from the

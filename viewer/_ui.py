@@ -13,15 +13,16 @@ digests of call ids, never stored text.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Final
 
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
 from tracing.status import Status
-from viewer._story import Call, format_duration
-from viewer._text import one_line
+from viewer._story import Block, Call, Story, count_text, format_duration
+from viewer._text import one_line, short_label
 
 _PAGES_KEY: Final = "_intentrace_pages"
 
@@ -108,7 +109,86 @@ def call_row(
         if call.live:
             live_badge(call.status)
         if not focused:
-            link_to_call(session_id, call.id, label="Details")
+            link_to_call(
+                session_id, call.id, label=details_label(call), help="Open this call's detail"
+            )
+
+
+def details_label(call: Call) -> str:
+    """The *Details* link's text, also its accessible name: distinct per call of a session
+    (its sequence number; fixed words and a number, never stored text)."""
+    return f"Details #{call.seq}"
+
+
+@dataclass(frozen=True, slots=True)
+class StoryView:
+    """What every block and call of one render of a story needs to know.
+
+    The Session page and the Live page both draw blocks with ``story_block``: the same header
+    (``Block.header``: activity label > latest in-flight intent > latest settled label > count),
+    the same rows, the same "parent · child's latest" line of a running subagent.
+    """
+
+    story: Story
+    now_ns: int
+    anchor: str | None = None
+    """The linked call: its row is highlighted and its detail drawn in place."""
+    opened: frozenset[str] = field(default_factory=frozenset[str])
+    """Calls whose subagent section is open."""
+    live_only: bool = False
+    """The Live page: only calls that are live (or hold live calls) are drawn, and subagent
+    sections with live calls are open; headers and counts still cover the whole block."""
+    detail: Callable[[str], None] | None = None
+    """Draws the linked call's detail under its row (the Session page)."""
+
+
+def story_block(view: StoryView, block: Block) -> None:
+    """One block of sibling calls: its header and count line, then its calls."""
+    digest = call_key(f"{view.story.session_id}\x00{block.key}")[5:]
+    with st.container(border=True, key=f"block-{digest}"):
+        with st.container(horizontal=True, vertical_alignment="center", key=f"head-{digest}"):
+            st.text(short_label(block.header), wrap=False, width="stretch")
+            st.caption(count_text(*block.counts()))
+        for call in block.calls:
+            if not view.live_only or call.live_inside:
+                _story_call(view, call)
+
+
+def _story_call(view: StoryView, call: Call) -> None:
+    key = call_key(call.id)
+    session_id = view.story.session_id
+    if call.id == view.anchor:
+        with st.container(key=key):
+            call_row(call, session_id=session_id, now_ns=view.now_ns, focused=True)
+            if view.detail is not None:
+                view.detail(call.id)
+    else:
+        call_row(call, session_id=session_id, now_ns=view.now_ns, key=key)
+    if not call.children:
+        return
+    nested = sum(b.size for b in call.children)
+    live = any(b.live for b in call.children)
+    opened = call.id in view.opened or (view.live_only and live)
+    with (
+        st.container(key=f"nest-{key[5:]}"),
+        st.expander(
+            f"Subagent · {count_text(nested)}",
+            expanded=opened,
+            icon=":material/subdirectory_arrow_right:",
+        ),
+    ):
+        agents = sorted({c.agent_id for b in call.children for c in b.calls if c.agent_id})
+        with st.container(horizontal=True, vertical_alignment="center"):
+            st.text(
+                "Subagent: " + (one_line(", ".join(agents), 120) or "(no agent id)"),
+                wrap=False,
+                width="stretch",
+            )
+            first = call.children[0].calls[0]
+            link_to_call(session_id, first.id, label="Open its thread")
+        for block in call.children:
+            if not view.live_only or block.live:
+                story_block(view, block)
 
 
 _FOCUS_CSS: Final = """<style>

@@ -129,6 +129,8 @@ def _write(ledger: Any) -> None:
     start("l1", "plan", "Planning the rollout of feat", 10_000, batch_id="lb1",
           status=Status.STREAMING, **live)  # fmt: skip
     start("l2", "deploy_status", "Checking the deploy status", 10_010, batch_id="lb1", **live)
+    # a live block under an activity label: it heads the block on the Live page too
+    ledger.set_activity(LIVE, "lb2", "Preparing the release", turn=1)
     start("l3", "build", "Building the release artifacts", 10_020, batch_id="lb2",
           status=Status.BACKGROUND, **live)  # fmt: skip
     start("l4", "delegate", "Delegating the flaky test hunt", 10_030, batch_id="lb3", **live)

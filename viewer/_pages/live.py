@@ -2,7 +2,10 @@
 
 The working indicator an operator leaves open: calls still being written by the model
 (``streaming``: the intent grows as its tokens arrive), running, or in background, grouped by
-session and by block of sibling calls, each block headed by ``group_header``.
+session and by block of sibling calls. Blocks are drawn by the Session page's renderer
+(``viewer._ui.story_block``) over the session's story, so a block reads the same on both pages
+(its activity label, a running subagent's "parent · child's latest" line); only the calls that
+are live, or hold live calls, are listed.
 """
 
 from __future__ import annotations
@@ -14,16 +17,18 @@ from typing import Final
 import streamlit as st
 
 from tracing.ledger import Anchor
-from tracing.status import Status, group_header
+from tracing.status import Status
 from viewer import _data
-from viewer._story import count_text, to_call
-from viewer._text import one_line, short_label
-from viewer._ui import call_key, call_row, link_to_session
+from viewer._story import Story, build_story
+from viewer._text import one_line
+from viewer._ui import StoryView, link_to_session, story_block
 
 LIVE_REFRESH_S: Final = 2.0
 """Refresh period of the live list (a fragment with ``run_every``)."""
 LIVE_LIMIT: Final = 200
 """Most calls listed (oldest first, as the ledger returns them)."""
+LIVE_SESSIONS: Final = 20
+"""Most sessions drawn (those whose oldest live call started first)."""
 
 
 def render() -> None:
@@ -33,26 +38,38 @@ def render() -> None:
     _live(_data.ledger_url())
 
 
-def _by_session(rows: list[Anchor]) -> dict[str, dict[str, list[Anchor]]]:
-    """session -> block key -> calls, in order of first appearance (oldest first)."""
-    grouped: dict[str, dict[str, list[Anchor]]] = {}
+def _by_session(rows: list[Anchor]) -> dict[str, list[Anchor]]:
+    """session -> its live calls, in order of first appearance (oldest first)."""
+    grouped: dict[str, list[Anchor]] = {}
     for row in rows:
-        key = row["batch_id"] or f"call:{row['tool_call_id']}"
-        grouped.setdefault(row["session_id"], {}).setdefault(key, []).append(row)
+        grouped.setdefault(row["session_id"], []).append(row)
     return grouped
+
+
+def _session_story(url: str, session_id: str, rows: list[Anchor]) -> Story:
+    """The session's story (cached by version, shared with the Session page); the live rows
+    alone when the ledger has no session row for them."""
+    info = _data.session_info(url, session_id)
+    if info is None:
+        return build_story(session_id, rows)
+    return _data.story(url, session_id, info)
 
 
 @st.fragment(run_every=LIVE_REFRESH_S)
 def _live(url: str) -> None:
     try:
         rows = _data.in_flight(url, LIVE_LIMIT)
+        grouped = _by_session(rows)
+        stories = [
+            _session_story(url, session_id, found)
+            for session_id, found in list(grouped.items())[:LIVE_SESSIONS]
+        ]
     except _data.LedgerError as exc:
         st.error("The ledger cannot be read.")
         st.code(str(exc), language=None)
         return
     now_ns = time.time_ns()
     writing = sum(1 for r in rows if r["status"] == Status.STREAMING)
-    grouped = _by_session(rows)
     with st.container(horizontal=True):
         st.metric("In flight", len(rows))
         st.metric("Being written", writing)
@@ -61,23 +78,17 @@ def _live(url: str) -> None:
     if not rows:
         st.info("Nothing in flight right now.")
         return
-    for session_id, blocks in grouped.items():
+    if len(grouped) > len(stories):
+        st.caption(f"Showing the {len(stories)} sessions whose live calls started first.")
+    for story in stories:
         with st.container(border=True):
             with st.container(horizontal=True, vertical_alignment="center"):
                 st.text(
-                    "Session " + one_line(session_id or "(no session)", 120),
+                    "Session " + one_line(story.session_id or "(no session)", 120),
                     wrap=False,
                     width="stretch",
                 )
-                link_to_session(session_id, label="Open session")
-            for key, block_rows in blocks.items():
-                calls = [to_call(r) for r in block_rows]
-                header = group_header(c.header_call() for c in calls)
-                digest = call_key(f"{session_id}\x00{key}")[5:]
-                with st.container(
-                    horizontal=True, vertical_alignment="center", key=f"head-{digest}"
-                ):
-                    st.text(short_label(header), wrap=False, width="stretch")
-                    st.caption(count_text(len(calls), live=len(calls)))
-                for call in calls:
-                    call_row(call, session_id=session_id, now_ns=now_ns, key=call_key(call.id))
+                link_to_session(story.session_id, label="Open session")
+            view = StoryView(story=story, now_ns=now_ns, live_only=True)
+            for block in story.live_blocks():
+                story_block(view, block)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, cast
 
@@ -21,7 +20,6 @@ from tracing.status import LIVE_STATUSES, STATUSES, Status
 from viewer import _data
 from viewer._story import (
     Block,
-    Call,
     Story,
     call_label,
     count_text,
@@ -34,11 +32,12 @@ from viewer._ui import (
     ANCHOR_PARAM,
     SESSION_PARAM,
     STATUS_WORDS,
+    StoryView,
     call_key,
-    call_row,
     focus,
     link_to_call,
     page,
+    story_block,
 )
 
 MAX_PAYLOAD_CHARS: Final = 200_000
@@ -190,70 +189,22 @@ def _page_number(story: Story, anchor: str | None) -> int:
     return number - 1
 
 
-@dataclass(frozen=True, slots=True)
-class _View:
-    """What every block and call of one render needs to know."""
-
-    url: str
-    story: Story
-    anchor: str | None
-    opened: frozenset[str]
-    """Calls whose subagent section is open (those above the linked call)."""
-    now_ns: int
-
-
 def _story(url: str, story: Story, blocks: list[Block], anchor: str | None, now_ns: int) -> None:
     if not blocks:
         st.info("This session has no calls yet.")
         return
     opened = frozenset(story.ancestors(anchor)) if anchor else frozenset[str]()
-    view = _View(url=url, story=story, anchor=anchor, opened=opened, now_ns=now_ns)
+    view = StoryView(
+        story=story,
+        now_ns=now_ns,
+        anchor=anchor,
+        opened=opened,
+        detail=lambda call_id: _detail(url, call_id),
+    )
     for turn, turn_blocks in turns(blocks):
         st.subheader(f"Turn {turn}" if turn is not None else "Calls outside a turn")
         for block in turn_blocks:
-            _block(view, block)
-
-
-def _block(view: _View, block: Block) -> None:
-    digest = call_key(f"{view.story.session_id}\x00{block.key}")[5:]
-    with st.container(border=True, key=f"block-{digest}"):
-        with st.container(horizontal=True, vertical_alignment="center", key=f"head-{digest}"):
-            st.text(short_label(block.header), wrap=False, width="stretch")
-            st.caption(count_text(*block.counts()))
-        for call in block.calls:
-            _call(view, call)
-
-
-def _call(view: _View, call: Call) -> None:
-    key = call_key(call.id)
-    session_id = view.story.session_id
-    if call.id == view.anchor:
-        with st.container(key=key):
-            call_row(call, session_id=session_id, now_ns=view.now_ns, focused=True)
-            _detail(view.url, call.id)
-    else:
-        call_row(call, session_id=session_id, now_ns=view.now_ns, key=key)
-    if call.children:
-        nested = sum(b.size for b in call.children)
-        with (
-            st.container(key=f"nest-{key[5:]}"),
-            st.expander(
-                f"Subagent · {count_text(nested)}",
-                expanded=call.id in view.opened,
-                icon=":material/subdirectory_arrow_right:",
-            ),
-        ):
-            agents = sorted({c.agent_id for b in call.children for c in b.calls if c.agent_id})
-            with st.container(horizontal=True, vertical_alignment="center"):
-                st.text(
-                    "Subagent: " + (one_line(", ".join(agents), 120) or "(no agent id)"),
-                    wrap=False,
-                    width="stretch",
-                )
-                first = call.children[0].calls[0]
-                link_to_call(session_id, first.id, label="Open its thread")
-            for block in call.children:
-                _block(view, block)
+            story_block(view, block)
 
 
 def _when(ns: int | None) -> str:
