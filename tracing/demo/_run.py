@@ -47,17 +47,6 @@ from tracing.otel import IntentOptions, configure
 from tracing.status import GLYPHS, HeaderCall, Status, group_header
 from tracing.testing import FakeClock, deterministic_clock
 
-__all__ = [
-    "DEFAULT_SEED",
-    "DEFAULT_SESSIONS",
-    "DEMO_POLICY",
-    "DEMO_TOOLS",
-    "DemoReport",
-    "narrative",
-    "run_demo",
-    "session_ids",
-]
-
 
 @dataclass
 class DemoReport:

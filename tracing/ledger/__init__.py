@@ -10,14 +10,7 @@ See docs/ledger.md.
 
 from __future__ import annotations
 
-from tracing.anchor import (
-    ANCHOR_COLUMNS,
-    Anchor,
-    AnchorWrite,
-    BlockInfo,
-    DroppedInfo,
-    SessionInfo,
-)
+from tracing.anchor import ANCHOR_COLUMNS, Anchor, AnchorWrite, BlockInfo, DroppedInfo, SessionInfo
 from tracing.ledger._config import LedgerError, LedgerOptions, default_ledger_url, display_url
 from tracing.ledger._ledger import Ledger, open_ledger
 from tracing.ledger._summary import dropped_notes

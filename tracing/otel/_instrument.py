@@ -44,16 +44,6 @@ def _tracer(tracer: Tracer | None) -> Tracer:
     return tracer if tracer is not None else trace.get_tracer(TRACER_NAME, __version__)
 
 
-def _json_text(args: Any) -> str | None:
-    if args is None:
-        return None
-    if isinstance(args, str):
-        return args
-    if isinstance(args, bytes):
-        return args.decode("utf-8", "replace")
-    return to_json_text(args)
-
-
 def _as_mapping(args: Any) -> Any:
     if isinstance(args, str | bytes):
         try:
@@ -330,7 +320,7 @@ class ToolCall:
         }
         if self.call_id:
             attrs[A.GEN_AI_TOOL_CALL_ID] = self.call_id
-        text = _json_text(self.raw_args)
+        text = to_json_text(self.raw_args)
         if text is not None:
             attrs[A.GEN_AI_TOOL_CALL_ARGUMENTS] = text
         if self.label_bearing or self._explicit_gate:
@@ -418,7 +408,7 @@ class ToolCall:
         self.result = result
         span = self.span
         if span is not None and span.is_recording():
-            text = _json_text(result)
+            text = to_json_text(result)
             if text is not None:
                 span.set_attribute(A.GEN_AI_TOOL_CALL_RESULT, text)
         self.set_outcome(outcome, outcome_patch)
