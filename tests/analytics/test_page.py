@@ -113,3 +113,19 @@ def test_filters_from_the_url_reach_the_engine(page_url: str) -> None:
     at.text_input(key="filter-tool").set_value("").run()
     assert "tool" not in at.query_params
     assert sorted(at.dataframe[0].value["tool_name"]) == ["edit_file", "read_file", "shell"]
+
+
+def test_unknown_dashboard_says_so_and_shows_no_other(page_url: str) -> None:
+    at = _run("nope\u202egnp.exe")
+    assert [t.value for t in at.title] == ["Analytics"]
+    assert at.warning[0].value == "There is no dashboard with this name:"
+    assert "nopegnp.exe" in [
+        t.value for t in at.text
+    ]  # the display sanitizer drops the bidi override
+    assert at.selectbox[0].value is None  # no other dashboard opened in its place
+    assert not at.subheader and not at.dataframe
+    assert at.query_params["dashboard"] == "nope\u202egnp.exe"  # the URL still says what was asked
+    at.selectbox[0].set_value("tool_health").run()
+    assert not at.warning
+    assert at.query_params["dashboard"] == "tool_health"
+    assert sorted(at.dataframe[0].value["tool_name"]) == ["edit_file", "read_file", "shell"]

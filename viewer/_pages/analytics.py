@@ -83,12 +83,19 @@ def render() -> None:
         return
     names = list(dashboards)
     wanted = st.query_params.get(DASHBOARD_PARAM)
+    unknown = bool(wanted) and wanted not in names
     name = st.selectbox(
         "Dashboard",
         names,
-        index=names.index(wanted) if wanted in names else 0,
+        index=None if unknown else names.index(wanted) if wanted in names else 0,
         format_func=lambda n: dashboards[n].title,
+        placeholder="Choose a dashboard",
     )
+    if name is None:
+        # a bad link: say so and open no other dashboard in its place (the URL keeps the name)
+        st.warning("There is no dashboard with this name:", icon=":material/search_off:")
+        st.text(_text.one_line(wanted, 200))
+        return
     st.query_params[DASHBOARD_PARAM] = name
     dashboard = dashboards[name]
     st.caption(dashboard.description)
