@@ -10,7 +10,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, TypeVar, cast, overload
 
 from tracing.environment_variables import INTENTRACE_TOOL_INTENT
 
@@ -149,11 +149,7 @@ def with_intent(schema: Mapping[str, Any], *, required: bool = False) -> JSONDic
     return out
 
 
-def without_intent(schema: Mapping[str, Any]) -> JSONDict:
-    """A new JSON Schema without our injected ``intent`` (a business ``intent`` stays).
-
-    For embedders that show no label. Never mutates ``schema``.
-    """
+def _schema_without_intent(schema: Mapping[str, Any]) -> JSONDict:
     out: JSONDict = _plain(schema)
     if not has_intent_marker(schema):
         return out
@@ -162,6 +158,41 @@ def without_intent(schema: Mapping[str, Any]) -> JSONDict:
     req = out.get("required")
     if isinstance(req, list):
         out["required"] = [n for n in cast("list[Any]", req) if n != INTENT_ARG]
+    return out
+
+
+@overload
+def without_intent(schema: Mapping[str, Any]) -> JSONDict: ...
+@overload
+def without_intent(schema: list[Any] | tuple[Any, ...]) -> list[Any]: ...
+def without_intent(schema: Mapping[str, Any] | list[Any] | tuple[Any, ...]) -> JSONDict | list[Any]:
+    """A new schema or tool definition without our injected ``intent`` (a business ``intent``
+    stays).
+
+    Takes every shape ``inject_intent`` takes: a bare JSON Schema, an OpenAI Chat Completions,
+    OpenAI Responses, Anthropic or MCP tool definition, or a list (or tuple) of those, which
+    gives a new list. For embedders that show no label. Never mutates its input; anything it
+    does not recognise comes back as a plain copy.
+    """
+    if isinstance(schema, list | tuple):
+        items = cast("Iterable[Any]", schema)
+        return [
+            without_intent(cast("Mapping[str, Any]", item))
+            if isinstance(item, Mapping)
+            else _plain(item)
+            for item in items
+        ]
+    found = _locate(schema)
+    if found is None:
+        return _schema_without_intent(schema)
+    path = found[1]
+    out: JSONDict = _plain(schema)
+    holder: JSONDict = out
+    for key in path[:-1]:
+        holder = cast("JSONDict", holder[key])
+    inner = holder.get(path[-1])
+    if isinstance(inner, Mapping):
+        holder[path[-1]] = _schema_without_intent(cast("Mapping[str, Any]", inner))
     return out
 
 

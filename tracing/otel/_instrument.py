@@ -26,9 +26,10 @@ from tracing import __version__
 from tracing import attributes as A
 from tracing._context import CURRENT_CALL, SESSION, SessionInfo
 from tracing.anchor import anchor_id as make_anchor_id
+from tracing.derive import RegistryLike
 from tracing.derive._conventions import to_json_text
 from tracing.intent import INTENT_ARG, default_registry, read_intent, strip_intent
-from tracing.otel._processor import notify_background
+from tracing.otel._processor import IntentSpanProcessor, notify_background
 from tracing.status import Status as CallStatus
 
 P = ParamSpec("P")
@@ -42,6 +43,19 @@ _BACKGROUND_LOCK: Final = threading.Lock()
 
 def _tracer(tracer: Tracer | None) -> Tracer:
     return tracer if tracer is not None else trace.get_tracer(TRACER_NAME, __version__)
+
+
+def registry_of(tracer: Tracer) -> RegistryLike:
+    """The registry of the ``IntentSpanProcessor`` behind ``tracer`` (the one ``configure``
+    was given), else ``default_registry()``."""
+    real: Any = getattr(tracer, "_real_tracer", None) or tracer  # (the API's proxy tracer)
+    active: Any = getattr(real, "span_processor", None)
+    inner: Any = getattr(active, "_span_processors", None)
+    wrapped = cast("tuple[object, ...]", inner) if isinstance(inner, tuple) else ()
+    for processor in (active, *wrapped):
+        if isinstance(processor, IntentSpanProcessor):
+            return processor.registry
+    return default_registry()
 
 
 def _as_mapping(args: Any) -> Any:
@@ -269,8 +283,12 @@ class ToolCall:
         args: the call's arguments (a mapping, or JSON text as the provider sent it).
         call_id: the provider's tool call id (``gen_ai.tool.call.id``).
         label_bearing: whether the tool had the intent injected (default: the tool is in
-            ``default_registry()``). Only label-bearing calls are named by their intent.
+            ``registry``). Only label-bearing calls are named by their intent, and only
+            theirs is stripped from ``args``.
         tracer: the tracer to use (default: the global provider's ``intentrace`` tracer).
+        registry: label-bearing tool names (default: the registry of the intent processor
+            behind ``tracer``, i.e. the one given to ``configure``; else
+            ``default_registry()``).
         attributes: extra start attributes.
         background_timeout_s: for ``to_background()``: settle as an error after this long.
     """
@@ -285,21 +303,21 @@ class ToolCall:
         tracer: Tracer | None = None,
         attributes: Mapping[str, Any] | None = None,
         background_timeout_s: float | None = None,
+        registry: RegistryLike | None = None,
     ) -> None:
         self.name = name
         self.call_id = call_id
+        self._tracer = _tracer(tracer)
         self._explicit_gate = label_bearing is not None
-        self.label_bearing = (
-            label_bearing
-            if label_bearing is not None
-            else default_registry().is_label_bearing(name)
-        )
+        if label_bearing is None:
+            gate = registry if registry is not None else registry_of(self._tracer)
+            label_bearing = gate.is_label_bearing(name)
+        self.label_bearing = label_bearing
         self.raw_args = args
         parsed = _as_mapping(args)
         self.intent: str | None = read_intent(parsed) if self.label_bearing else None
         self.args: Any = strip_intent(parsed) if self.label_bearing else parsed
         """The args without the injected intent (a dict when given a JSON object)."""
-        self._tracer = _tracer(tracer)
         self._extra = dict(attributes or {})
         self._timeout = background_timeout_s
         self.span: Span | None = None
@@ -483,6 +501,7 @@ def tool_call(
     tracer: Tracer | None = None,
     attributes: Mapping[str, Any] | None = None,
     background_timeout_s: float | None = None,
+    registry: RegistryLike | None = None,
 ) -> ToolCall:
     """One tool call as a context manager (``with`` / ``async with``). See :class:`ToolCall`.
 
@@ -499,6 +518,7 @@ def tool_call(
         tracer=tracer,
         attributes=attributes,
         background_timeout_s=background_timeout_s,
+        registry=registry,
     )
 
 
@@ -561,6 +581,7 @@ def tool(
     name: str | None = None,
     label_bearing: bool | None = None,
     tracer: Tracer | None = None,
+    registry: RegistryLike | None = None,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 def tool(
     fn: Callable[P, R] | None = None,
@@ -569,6 +590,7 @@ def tool(
     name: str | None = None,
     label_bearing: bool | None = None,
     tracer: Tracer | None = None,
+    registry: RegistryLike | None = None,
 ) -> Any:
     """Decorate a tool function (sync or async): each call is a ``tool_call``.
 
@@ -583,7 +605,11 @@ def tool(
 
         def prepare(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[ToolCall, Any]:
             call = ToolCall(
-                tool_name, _bind(func, args, kwargs), label_bearing=label_bearing, tracer=tracer
+                tool_name,
+                _bind(func, args, kwargs),
+                label_bearing=label_bearing,
+                tracer=tracer,
+                registry=registry,
             )
             if call.label_bearing and not keep_intent:
                 kwargs.pop(INTENT_ARG, None)

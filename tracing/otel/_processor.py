@@ -193,6 +193,11 @@ class IntentSpanProcessor(SpanProcessor):
     def naming(self) -> str:
         return self._naming
 
+    @property
+    def registry(self) -> RegistryLike:
+        """The label-bearing tool names this processor reads (``tool_call`` strips by it)."""
+        return self._registry
+
     def add_processor(self, processor: SpanProcessor, *, langfuse: bool | None = None) -> None:
         """Wrap one more exporting processor (``langfuse=None``: detect Langfuse's)."""
         if processor is self:
