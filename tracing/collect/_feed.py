@@ -61,6 +61,7 @@ from tracing.derive._conventions import (
 from tracing.derive._learn import Pending, RequestedCalls
 from tracing.diagnostics import ErrorLog
 from tracing.intent import IntentRegistry, read_intent, sanitize_label
+from tracing.intent._args import first_str
 
 logger = logging.getLogger("tracing.feed")
 
@@ -137,14 +138,6 @@ class _Waiter:
         if self.need_turn and node.turn is not None:
             self.need_turn = False
             self.found["turn"] = node.turn
-
-
-def _first_str(attributes: Mapping[str, Any], keys: Sequence[str]) -> str | None:
-    for key in keys:
-        value = attributes.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 def _default_policy() -> PolicyLike:
@@ -298,8 +291,8 @@ class SpanFeed:
         node = _Node(
             parent=view.parent_span_id,
             call_id=call_id,
-            session_id=_first_str(attrs, _INHERITED_SESSION),
-            agent_id=_first_str(attrs, _INHERITED_AGENT),
+            session_id=first_str(attrs, _INHERITED_SESSION),
+            agent_id=first_str(attrs, _INHERITED_AGENT),
             turn=int_or_none(attrs.get(A.TURN)),
         )
         previous = self._nodes.get(key)
@@ -358,7 +351,7 @@ class SpanFeed:
         has_parent = isinstance(own_parent, str) and bool(own_parent)
         waiter = _Waiter(
             need_parent=not has_parent,
-            need_session=not (facts.session_id or _first_str(attrs, _SESSION_KEYS)),
+            need_session=not (facts.session_id or first_str(attrs, _SESSION_KEYS)),
             need_agent=not facts.agent_id,
             need_turn=int_or_none(attrs.get(A.TURN)) is None,
             origin=view.span_id,
@@ -427,7 +420,7 @@ class SpanFeed:
         if not shown:
             return
         attrs = view.attributes
-        session = _first_str(attrs, _INHERITED_SESSION)
+        session = first_str(attrs, _INHERITED_SESSION)
         turn = int_or_none(attrs.get(A.TURN))
         waiter = _Waiter(
             need_parent=False,

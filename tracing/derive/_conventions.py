@@ -20,6 +20,7 @@ from tracing.intent._args import (
     FULL_PARSE_MAX_CHARS,
     PREFIX_CHARS,
     ArgsPath,
+    first_str,
     intent_candidate,
     locate_intent,
     parse_json,
@@ -141,16 +142,6 @@ class Convention(Protocol):
     def facts(self, view: SpanView) -> ToolFacts: ...
 
 
-def _first_str(attributes: Mapping[str, Any], keys: Sequence[str]) -> str | None:
-    for key in keys:
-        value = attributes.get(key)
-        if isinstance(value, str) and value:
-            return value
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return str(value)
-    return None
-
-
 def _first_present(attributes: Mapping[str, Any], keys: Sequence[str]) -> Any:
     for key in keys:
         value = attributes.get(key)
@@ -212,7 +203,7 @@ class AttributeConvention:
         attrs = view.attributes
         before = attrs.get(A.ORIGINAL_NAME)  # the span may have been renamed at start
         name = before if isinstance(before, str) and before else view.name
-        tool = _first_str(attrs, self.tool_name_keys) or self.tool_name_from_span(name)
+        tool = first_str(attrs, self.tool_name_keys) or self.tool_name_from_span(name)
         args = _first_present(attrs, self.args_keys)
         if args is None:
             args = _event_value(view, self.args_event, self.event_value_keys)
@@ -222,12 +213,12 @@ class AttributeConvention:
         return ToolFacts(
             convention=self.name,
             tool_name=tool or name or UNKNOWN_TOOL,
-            call_id=_first_str(attrs, self.call_id_keys),
+            call_id=first_str(attrs, self.call_id_keys),
             args=args,
             result=result,
-            session_id=_first_str(attrs, self.session_keys),
-            agent_id=_first_str(attrs, self.agent_keys),
-            error=_first_str(attrs, self.error_keys),
+            session_id=first_str(attrs, self.session_keys),
+            agent_id=first_str(attrs, self.agent_keys),
+            error=first_str(attrs, self.error_keys),
             args_path=self.args_path,
         )
 

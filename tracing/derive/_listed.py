@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from tracing.intent._args import parse_json
+from tracing.intent._args import first_str, parse_json
 
 _CALL_TYPES: Final = frozenset(
     {"tool_call", "function_call", "tool_use", "server_tool_use", "mcp_call", "custom_tool_call"}
@@ -134,9 +134,7 @@ class ListedCalls:
         out = dict(attrs)
         if event_name == TOOL_MESSAGE_EVENT and "content" in attrs:
             # a GenAI ``gen_ai.tool.message`` event on a model span: one tool result
-            name = self._name_of(
-                _first_str(attrs, ("name",)), _first_str(attrs, _ID_FIELDS), listed
-            )
+            name = self._name_of(first_str(attrs, ("name",)), first_str(attrs, _ID_FIELDS), listed)
             replaced = self._output(name, attrs["content"])
             if replaced is not _KEEP:
                 out["content"] = replaced
@@ -288,39 +286,31 @@ def _like(original: Any, new: Any, wraps: int = 0) -> Any:
     return new
 
 
-def _first_str(d: Mapping[str, Any], keys: Sequence[str]) -> str | None:
-    for key in keys:
-        value = d.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
 def _call_of(d: dict[str, Any]) -> tuple[Mapping[str, Any], str, str | None] | None:
     """(mapping holding the args, args key, tool name) when ``d`` is a tool call."""
     kind = d.get("type")
     if isinstance(kind, str) and kind in _CALL_TYPES:
         for key in _ARGS_FIELDS:
             if key in d:
-                return d, key, _first_str(d, ("name", "tool_name"))
+                return d, key, first_str(d, ("name", "tool_name"))
         return None
     function = d.get("function")
     if isinstance(function, Mapping) and "arguments" in function:
         fn = cast("Mapping[str, Any]", function)
-        return fn, "arguments", _first_str(fn, ("name",))
+        return fn, "arguments", first_str(fn, ("name",))
     for key in ("functionCall", "function_call"):
         gemini = d.get(key)
         if isinstance(gemini, Mapping):
             g = cast("Mapping[str, Any]", gemini)
             for args_key in ("args", "arguments"):
                 if args_key in g:
-                    return g, args_key, _first_str(g, ("name",))
+                    return g, args_key, first_str(g, ("name",))
     if d.get("part_kind") == "tool-call" and "args" in d:
-        return d, "args", _first_str(d, ("tool_name",))
+        return d, "args", first_str(d, ("tool_name",))
     if "arguments" in d and (isinstance(d.get("name"), str) or isinstance(d.get("tool_name"), str)):
-        return d, "arguments", _first_str(d, ("name", "tool_name"))
+        return d, "arguments", first_str(d, ("name", "tool_name"))
     if "tool_name" in d and "args" in d and "part_kind" not in d:
-        return d, "args", _first_str(d, ("tool_name",))
+        return d, "args", first_str(d, ("tool_name",))
     return None
 
 
@@ -337,16 +327,16 @@ def _result_of(d: dict[str, Any]) -> tuple[str, str | None, str | None] | None:
     if isinstance(kind, str) and kind in _RESULT_TYPES:
         for key in _RESULT_FIELDS:
             if key in d and (kind != "mcp_call" or key == "output"):
-                return key, _first_str(d, ("name", "tool_name")), _first_str(d, _ID_FIELDS)
+                return key, first_str(d, ("name", "tool_name")), first_str(d, _ID_FIELDS)
         return None
     if d.get("role") == "tool" and "content" in d:
-        return "content", _first_str(d, ("name", "tool_name")), _first_str(d, _ID_FIELDS)
+        return "content", first_str(d, ("name", "tool_name")), first_str(d, _ID_FIELDS)
     if d.get("part_kind") in ("tool-return", "retry-prompt") and "content" in d:
-        return "content", _first_str(d, ("tool_name",)), _first_str(d, ("tool_call_id",))
+        return "content", first_str(d, ("tool_name",)), first_str(d, ("tool_call_id",))
     for key in ("functionResponse", "function_response"):
         gemini = d.get(key)
         if isinstance(gemini, Mapping) and "response" in gemini:
-            return key, _first_str(cast("Mapping[str, Any]", gemini), ("name",)), None
+            return key, first_str(cast("Mapping[str, Any]", gemini), ("name",)), None
     return None
 
 
@@ -367,7 +357,7 @@ def _collect(node: Any, calls: dict[str, str], depth: int) -> None:
     d = cast("dict[str, Any]", node)
     call = _call_of(d)
     if call is not None and call[2]:
-        call_id = _first_str(d, _ID_FIELDS)
+        call_id = first_str(d, _ID_FIELDS)
         if call_id:
             calls.setdefault(call_id, call[2])
     for value in d.values():

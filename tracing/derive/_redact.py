@@ -25,7 +25,7 @@ from redaction import placeholder
 from tracing import attributes as A
 from tracing.derive._conventions import ALL_ARGS_KEYS, ALL_RESULT_KEYS, EventView, SpanView
 from tracing.derive._listed import KEEP, ListedCalls, Resolve
-from tracing.intent._args import to_json_text
+from tracing.intent._args import first_str, to_json_text
 
 
 class _Policy(Protocol):
@@ -319,7 +319,7 @@ class TraceRedactor:
             RedactionError: scrubbing could not run (the caller drops the span).
         """
         if agent is None and self.may_hide:  # (agents matter only to a policy that hides)
-            agent = _first_text(view.attributes, _AGENT_KEYS)
+            agent = first_str(view.attributes, _AGENT_KEYS)
         name = self.text(view.name)
         attrs, n_attrs = self.attributes(view.attributes, agent=agent, resolve=resolve)
         events, n_events = (None, 0)
@@ -337,14 +337,6 @@ class TraceRedactor:
 
 
 _AGENT_KEYS: Final = (A.AGENT_ID, A.GEN_AI_AGENT_NAME, A.GEN_AI_AGENT_ID, A.OI_AGENT_NAME)
-
-
-def _first_text(attrs: Mapping[str, Any], keys: Sequence[str]) -> str | None:
-    for key in keys:
-        value = attrs.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 _REDACTORS: dict[int, tuple[object, TraceRedactor]] = {}

@@ -272,6 +272,15 @@ def result_outcome(raw: Any) -> tuple[str | None, Mapping[str, Any] | None]:
     return None, None
 
 
+def first_str(d: Mapping[str, Any], keys: Sequence[str]) -> str | None:
+    """The first of ``keys`` whose value in ``d`` is a non-empty string."""
+    for key in keys:
+        value = d.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
 def to_json_text(value: Any) -> str | None:
     """A value as JSON text for the ledger (strings pass through as they are)."""
     if value is None:
