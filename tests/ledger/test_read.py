@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.ledger.test_write import T0, settle, start, written
-from tracing.ledger import Ledger, LedgerError, open_ledger
+from tracing.ledger import SESSION_ORDERS, Ledger, LedgerError, SessionOrder, open_ledger
 
 S = 1_000_000_000
 
@@ -58,11 +59,57 @@ def test_sessions_order_counts_and_pages(filled: Ledger) -> None:
         ({"search": "500"}, ["conv-b"]),
         ({"search": "conv-"}, ["conv-b", "conv-a", "conv-c"]),  # the session id matches too
         ({"agent": "nobody"}, []),
+        ({"errors": True}, ["conv-a"]),
+        ({"live": True}, ["conv-a"]),
+        (
+            {"errors": True, "agent": "reviewer"},
+            [],
+        ),  # both: a session with a failed call and one of the agent's
+        ({"since_ns": T0 + 5 * S}, ["conv-b"]),  # conv-a's last activity is before
+        ({"until_ns": T0 + 4 * S}, ["conv-a"]),  # conv-b's first call is after
+        ({"since_ns": T0 + 4 * S, "until_ns": T0 + 5 * S}, ["conv-b", "conv-a"]),  # overlap
+        ({"since_ns": T0 + 7 * S}, []),  # conv-c (no calls, no times) is in no range
     ],
 )
-def test_session_filters(filled: Ledger, filters: dict[str, str], expected: list[str]) -> None:
-    assert [r["session_id"] for r in filled.sessions(**filters)] == expected  # pyright: ignore[reportArgumentType]
+def test_session_filters(filled: Ledger, filters: dict[str, Any], expected: list[str]) -> None:
+    assert [r["session_id"] for r in filled.sessions(**filters)] == expected
     assert filled.count_sessions(**filters) == len(expected)
+
+
+@pytest.mark.parametrize(
+    ("order", "descending", "expected"),
+    [
+        ("last_seen", True, ["conv-b", "conv-a", "conv-c"]),
+        ("last_seen", False, ["conv-a", "conv-b", "conv-c"]),  # unknown times last either way
+        ("first_seen", True, ["conv-b", "conv-a", "conv-c"]),
+        ("first_seen", False, ["conv-a", "conv-b", "conv-c"]),
+        ("duration", True, ["conv-a", "conv-b", "conv-c"]),  # 4 s, 1 s, none
+        ("duration", False, ["conv-b", "conv-a", "conv-c"]),
+        ("calls", True, ["conv-a", "conv-b", "conv-c"]),  # 3, 1, 0
+        ("calls", False, ["conv-c", "conv-b", "conv-a"]),
+        ("errors", True, ["conv-a", "conv-b", "conv-c"]),  # ties: most recent activity first
+        ("errors", False, ["conv-b", "conv-c", "conv-a"]),
+        ("session", True, ["conv-c", "conv-b", "conv-a"]),
+        ("session", False, ["conv-a", "conv-b", "conv-c"]),
+    ],
+)
+def test_sessions_sort_in_the_database(
+    filled: Ledger, order: SessionOrder, descending: bool, expected: list[str]
+) -> None:
+    rows = filled.sessions(order=order, descending=descending)
+    assert [r["session_id"] for r in rows] == expected
+    # sorted before the page is cut: each page continues the one order
+    pages = [
+        filled.sessions(order=order, descending=descending, limit=1, offset=i) for i in range(3)
+    ]
+    assert [r["session_id"] for page in pages for r in page] == expected
+    assert rows[0] == filled.session(expected[0])  # the counts are the same whatever the order
+
+
+def test_sessions_sort_rejects_an_unknown_order(filled: Ledger) -> None:
+    with pytest.raises(ValueError, match="order must be one of last_seen, first_seen"):
+        filled.sessions(order="nope")  # pyright: ignore[reportArgumentType]
+    assert SESSION_ORDERS == ("last_seen", "first_seen", "duration", "calls", "errors", "session")
 
 
 def test_calls(filled: Ledger) -> None:

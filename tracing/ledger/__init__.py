@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from tracing.anchor import ANCHOR_COLUMNS, Anchor, AnchorWrite, BlockInfo, DroppedInfo, SessionInfo
 from tracing.ledger._config import LedgerError, LedgerOptions, default_ledger_url, display_url
-from tracing.ledger._ledger import Ledger, open_ledger
+from tracing.ledger._ledger import SESSION_ORDERS, Ledger, SessionOrder, open_ledger
 from tracing.ledger._summary import dropped_notes
 
 __all__ = [
     "ANCHOR_COLUMNS",
+    "SESSION_ORDERS",
     "Anchor",
     "AnchorWrite",
     "BlockInfo",
@@ -25,6 +26,7 @@ __all__ = [
     "LedgerError",
     "LedgerOptions",
     "SessionInfo",
+    "SessionOrder",
     "default_ledger_url",
     "display_url",
     "dropped_notes",

@@ -8,7 +8,7 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any, Final, Literal, cast, get_args
 
 from tracing.anchor import (
     ANCHOR_COLUMNS,
@@ -31,6 +31,20 @@ from tracing.status import Status
 logger = logging.getLogger("tracing.ledger")
 
 _COLS = ", ".join(ANCHOR_COLUMNS)
+
+SessionOrder = Literal["last_seen", "first_seen", "duration", "calls", "errors", "session"]
+"""How ``Ledger.sessions`` sorts (in the database, over every matching session)."""
+SESSION_ORDERS: Final[tuple[SessionOrder, ...]] = get_args(SessionOrder)
+_ORDER_SQL: Final[dict[SessionOrder, str]] = {
+    "last_seen": "s.last_ns",
+    "first_seen": "s.first_ns",
+    "duration": "(s.last_ns - s.first_ns)",
+    "calls": "coalesce(c.calls, 0)",
+    "errors": "coalesce(c.errors, 0)",
+    "session": "s.session_id",
+}
+_Window = tuple[int | None, int | None, bool, bool]
+"""since_ns, until_ns, errors, live: the Sessions filters beside agent, tool, status, search."""
 _OPEN: weakref.WeakSet[Ledger] = weakref.WeakSet()
 
 
@@ -402,8 +416,14 @@ class Ledger:
         return anchors
 
     def _session_filter(
-        self, agent: str | None, tool: str | None, status: str | None, search: str | None
+        self,
+        agent: str | None,
+        tool: str | None,
+        status: str | None,
+        search: str | None,
+        window: _Window = (None, None, False, False),
     ) -> tuple[str, list[Any]]:
+        since_ns, until_ns, errors, live = window
         terms: list[str] = []
         params: list[Any] = []
         sub = "s.session_id IN (SELECT session_id FROM anchors WHERE {})"
@@ -416,6 +436,17 @@ class Ledger:
         if status is not None:
             terms.append(sub.format("status = ?"))
             params.append(status)
+        if errors:
+            terms.append(sub.format("status = ?"))
+            params.append(Status.ERROR.value)
+        if live:
+            terms.append(sub.format(f"status IN {LIVE_SQL}"))
+        if since_ns is not None:  # active in the range: its calls overlap it
+            terms.append("s.last_ns >= ?")
+            params.append(int(since_ns))
+        if until_ns is not None:
+            terms.append("s.first_ns <= ?")
+            params.append(int(until_ns))
         if search:
             like = self._store.like
             pattern = _like_pattern(search)
@@ -436,17 +467,43 @@ class Ledger:
         tool: str | None = None,
         status: str | None = None,
         search: str | None = None,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+        errors: bool = False,
+        live: bool = False,
+        order: SessionOrder = "last_seen",
+        descending: bool = True,
     ) -> list[SessionInfo]:
-        """Sessions, most recent activity first, with their counts.
+        """Sessions with their counts, most recent activity first unless ``order`` says
+        otherwise (sorted and paginated in the database, over every session that matches).
 
         Each filter keeps the sessions that have at least one call matching it (``agent``,
         ``tool``, ``status`` exactly; ``search``: a case-insensitive substring of a call's
-        intent, outcome or label, or of the session id).
+        intent, outcome or label, or of the session id; ``errors``: a failed call; ``live``: a
+        call not settled yet). ``since_ns``/``until_ns`` keep the sessions active in that range
+        (their first call started before ``until_ns``, their last activity is after
+        ``since_ns``). ``order`` is one of ``SESSION_ORDERS``: ``last_seen``, ``first_seen``,
+        ``duration`` (first call to last activity), ``calls``, ``errors``, ``session`` (id);
+        ties and unknown times come last, in the default order.
         """
-        where, params = self._session_filter(agent, tool, status, search)
+        where, params = self._session_filter(
+            agent, tool, status, search, (since_ns, until_ns, errors, live)
+        )
+        if order not in SESSION_ORDERS:
+            raise ValueError(f"order must be one of {', '.join(SESSION_ORDERS)}, not {order!r}")
+        join = ""
+        if order in ("calls", "errors"):  # counted over the anchors of every session
+            join = (
+                " LEFT JOIN (SELECT session_id, count(*) AS calls, "
+                "sum(CASE WHEN status = 'error' THEN 1 ELSE 0 END) AS errors "
+                "FROM anchors GROUP BY session_id) c ON c.session_id = s.session_id"
+            )
+        key = _ORDER_SQL[order]
+        direction = "DESC" if descending else "ASC"
         return self._session_infos(
-            f"SELECT s.session_id, s.first_ns, s.last_ns, s.last_turn FROM sessions s{where} "
-            "ORDER BY s.last_ns DESC NULLS LAST, s.session_id LIMIT ? OFFSET ?",
+            f"SELECT s.session_id, s.first_ns, s.last_ns, s.last_turn FROM sessions s{join}"
+            f"{where} ORDER BY {key} {direction} NULLS LAST, s.last_ns DESC NULLS LAST, "
+            "s.session_id LIMIT ? OFFSET ?",
             [*params, max(0, int(limit)), max(0, int(offset))],
         )
 
@@ -536,9 +593,15 @@ class Ledger:
         tool: str | None = None,
         status: str | None = None,
         search: str | None = None,
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+        errors: bool = False,
+        live: bool = False,
     ) -> int:
         """How many sessions ``sessions()`` would list with these filters (for pagination)."""
-        where, params = self._session_filter(agent, tool, status, search)
+        where, params = self._session_filter(
+            agent, tool, status, search, (since_ns, until_ns, errors, live)
+        )
         rows = self._query(f"SELECT count(*) FROM sessions s{where}", params)
         return int(rows[0][0])
 
