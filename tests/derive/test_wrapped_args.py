@@ -161,3 +161,35 @@ def test_a_custom_convention_names_the_args_path() -> None:
         "request": {"params": {"q": "x"}, "method": "tools/call"},
         "v": 2,
     }
+
+
+echo_args = st.dictionaries(
+    st.text(st.characters(codec="utf-8"), min_size=1, max_size=8).filter(lambda k: k != "intent"),
+    st.text(max_size=12) | st.integers(),
+    max_size=3,
+)
+
+
+@given(st.text(min_size=1, max_size=30).filter(lambda t: t.strip() != ""), echo_args, st.booleans())
+def test_traceloop_inputs_name_the_call_and_their_text_copy_loses_the_intent(
+    intent: str, rest: dict[str, Any], as_json: bool
+) -> None:
+    # Traceloop's LangChain tool input: the args under `inputs`, and spelled out once more as
+    # text in `input_str` (a Python repr; JSON when the tool was given a JSON string)
+    args = {"intent": intent, **rest}
+    text = json.dumps(args) if as_json else repr(args)
+    wrapper = {"input_str": text, "tags": [], "inputs": args, "kwargs": {"tool_call_id": "c0"}}
+    hit = locate_intent(wrapper, read=read_intent)
+    assert hit == (intent, ("inputs", "intent"))
+    assert hit is not None
+    stored = json.loads(str(_ledger_args(json.dumps(wrapper), "keep", True, hit[1])))
+    assert stored["inputs"] == rest
+    assert stored["input_str"] == (json.dumps(rest) if as_json else repr(rest))
+    assert stored["kwargs"] == {"tool_call_id": "c0"}
+
+
+def test_an_intent_written_last_is_cut_with_its_comma() -> None:
+    args = {"query": "mcp", "intent": INTENT}
+    wrapper = {"input_str": repr(args), "inputs": args}
+    stored = json.loads(str(_ledger_args(json.dumps(wrapper), "keep", True, ("inputs", "intent"))))
+    assert stored == {"input_str": "{'query': 'mcp'}", "inputs": {"query": "mcp"}}

@@ -44,7 +44,7 @@ from tracing.derive._redact import (
     with_tag,
 )
 from tracing.intent import INTENT_ARG, apply_outcome, read_intent, sanitize_label
-from tracing.intent._args import ArgsPath, locate_candidate, without_path
+from tracing.intent._args import ArgsPath, locate_candidate, without_intent
 from tracing.status import Status, frame_label
 
 Naming = Literal["intent", "stable"]
@@ -409,8 +409,9 @@ def _as_written(text: str, gate: bool) -> str | None:
 def _ledger_args(
     redacted: Any, action: str, gate: bool, path: ArgsPath | None = None
 ) -> str | None:
-    """The args a settled call stores: without the intent (at ``path``, where it was read,
-    and a top-level ``intent`` when the gate says it is ours), wrappers of exactly
+    """The args a settled call stores: without the intent (at ``path``, where it was read, with
+    its copies in text members beside it, and a top-level ``intent`` when the gate says it is
+    ours), wrappers of exactly
     ``args``/``kwargs`` unwrapped."""
     if redacted is None:
         return None
@@ -422,7 +423,7 @@ def _ledger_args(
             return written
     parsed = parse_json(redacted)
     if gate and path:
-        parsed = without_path(parsed, path)
+        parsed = without_intent(parsed, path)
     kwargs, positional = unwrap_args(parsed)
     if kwargs is not None:
         kept = {k: v for k, v in kwargs.items() if not (gate and k == "intent")}

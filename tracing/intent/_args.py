@@ -78,7 +78,7 @@ def args_mapping(raw: Any, *, max_chars: int | None = None) -> Mapping[str, Any]
 ArgsPath = tuple[str | int, ...]
 """Where a value sits inside parsed args: mapping keys and list indexes, outermost first."""
 
-WRAPPER_KEYS: Final = ("kwargs", "args", "input", "arguments")
+WRAPPER_KEYS: Final = ("kwargs", "args", "input", "inputs", "arguments")
 """Members of a mapping that may wrap the call's args (any other members beside them are
 flags, e.g. ``sanitize_inputs_outputs``); searched in this order."""
 MAX_WRAP_DEPTH: Final = 6
@@ -179,6 +179,59 @@ def without_path(parsed: Any, path: ArgsPath) -> Any:
             items[step] = without_path(items[step], rest)
         return items
     return parsed
+
+
+def _cut_member(text: str, intent: str) -> str:
+    """``text`` without an ``intent`` member whose value is ``intent``, as JSON or a Python repr
+    spells it (``{'intent': 'Reading x', 'path': 'x'}``), with its separating comma."""
+    for quoted in dict.fromkeys(
+        (json.dumps(intent), json.dumps(intent, ensure_ascii=False), repr(intent))
+    ):
+        for key in (f'"{INTENT_ARG}"', f"'{INTENT_ARG}'"):
+            member = f"{key}: {quoted}"
+            at = text.find(member)
+            if at < 0:
+                continue
+            end = at + len(member)
+            if text.startswith(", ", end):  # a member with more after it
+                return text[:at] + text[end + 2 :]
+            if text.endswith(", ", 0, at):  # the last member
+                return text[: at - 2] + text[end:]
+            return text[:at] + text[end:]
+    return text
+
+
+def without_intent(parsed: Any, path: ArgsPath) -> Any:
+    """``without_path(parsed, path)``, and the intent found there cut out of the string members
+    beside the path that spell the args out as text (Traceloop's LangChain ``input_str``, a
+    Python repr of the args beside them as ``inputs``): the ledger keeps no copy of the intent."""
+    intent = _at(parsed, path)
+    stripped = without_path(parsed, path)
+    if not isinstance(intent, str) or not intent:
+        return stripped
+    return _cut_echoes(stripped, path[:-1], intent)
+
+
+def _cut_echoes(node: Any, path: ArgsPath, intent: str) -> Any:
+    if isinstance(node, Mapping):
+        mapping = cast("Mapping[str, Any]", node)
+        inner = path[0] if path else None
+        return {
+            k: (
+                _cut_echoes(v, path[1:], intent)
+                if k == inner
+                else _cut_member(v, intent)
+                if isinstance(v, str) and INTENT_ARG in v
+                else v
+            )
+            for k, v in mapping.items()
+        }
+    if path and isinstance(path[0], int) and isinstance(node, list | tuple):
+        items = list(cast("Sequence[Any]", node))
+        if 0 <= path[0] < len(items):
+            items[path[0]] = _cut_echoes(items[path[0]], path[1:], intent)
+        return items
+    return node
 
 
 def locate_candidate(
