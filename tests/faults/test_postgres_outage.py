@@ -96,3 +96,128 @@ def test_a_ten_second_outage_loses_nothing(postgres_url: str) -> None:
             assert stored == {"before", *sent}
         finally:
             ledger.close(2)
+
+
+# ------------------------------------------------------------------- a full disk (class 53)
+
+_FULL = """
+CREATE TABLE fault_switch (disk_full boolean NOT NULL);
+INSERT INTO fault_switch VALUES (false);
+CREATE FUNCTION fault_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF (SELECT disk_full FROM fault_switch) THEN
+        RAISE EXCEPTION 'could not extend file: No space left on device'
+            USING ERRCODE = '53100';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER fault_disk_full BEFORE INSERT OR UPDATE ON anchors
+    FOR EACH ROW EXECUTE FUNCTION fault_disk_full();
+"""
+
+
+def _disk_full(url: str, on: bool) -> None:
+    """What the server answers when its disk (or a quota) is full, SQLSTATE 53100, raised by a
+    trigger in our own schema while the switch is on (the shared server is not touched)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        if not conn.execute("SELECT to_regclass('fault_switch')").fetchone()[0]:  # type: ignore[index]
+            conn.execute(_FULL)
+        conn.execute("UPDATE fault_switch SET disk_full = %s", (on,))
+
+
+def test_a_full_disk_is_retried_and_loses_nothing(postgres_url: str) -> None:
+    url = pg_schema_url(postgres_url)
+    options = LedgerOptions(
+        retry_backoff_millis=20, max_retry_backoff_millis=200, retry_window_seconds=60
+    )
+    ledger = open_ledger(url, options=options)
+    try:
+        ledger.record(start("a"))
+        assert ledger.flush(10)
+        _disk_full(url, True)
+        ledger.record(settle("a"))
+        ledger.record(start("b"))
+        deadline = time.monotonic() + 30
+        while ledger.stats()["retries"] < 3:
+            assert time.monotonic() < deadline, ledger.stats()
+            time.sleep(0.05)
+        stats = ledger.stats()
+        assert stats["dropped"] == 0 and stats["errors"] >= 3 and stats["disk_full"] >= 3
+        assert any("53100" in e or "No space" in e for e in ledger.recent_errors())
+        _disk_full(url, False)  # space freed: the queued writes go in
+        assert ledger.flush(20)
+        stats = ledger.stats()
+        assert stats["dropped"] == 0 and stats["written"] == 3, stats
+        found = ledger.anchor("a")
+        assert found is not None and found["status"] == "success"
+        assert ledger.anchor("b") is not None
+    finally:
+        ledger.close(2)
+
+
+def test_a_full_disk_past_the_retry_window_is_dropped_counted(postgres_url: str) -> None:
+    url = pg_schema_url(postgres_url)
+    options = LedgerOptions(
+        retry_backoff_millis=5,
+        max_retry_backoff_millis=20,
+        retry_attempts=2,
+        retry_window_seconds=0,
+    )
+    ledger = open_ledger(url, options=options)
+    try:
+        ledger.record(start("a"))
+        assert ledger.flush(10)
+        _disk_full(url, True)
+        ledger.record(settle("a"))
+        ledger.record(start("b"))
+        assert ledger.flush(20)
+        stats = ledger.stats()
+        assert stats["dropped"] == 2 and stats["disk_full"] >= 3, stats
+        _disk_full(url, False)
+        ledger.record(start("c"))
+        assert ledger.flush(20)
+        # the loss is on record where users look (intentrace sessions/summary, the viewer)
+        assert sum(d["count"] for d in ledger.dropped() if d["source"] == "ledger") == 2
+        found = ledger.anchor("a")
+        assert found is not None and found["status"] == "in_flight"
+        assert ledger.anchor("c") is not None
+    finally:
+        ledger.close(2)
+
+
+# ------------------------------------------------- next_turn when the server does not answer
+
+
+def test_next_turn_does_not_wait_for_a_first_connect_that_hangs(postgres_url: str) -> None:
+    """The server black-holed (a proxy that accepts and then says nothing) when ``next_turn``
+    first connects: the app's thread gets the process's own number within
+    ``turn_timeout_millis`` instead of waiting ``connect_timeout_seconds`` (here 60 s), and
+    the number is recorded as a floor once the server answers again."""
+    url = pg_schema_url(postgres_url)
+    target = urlsplit(postgres_url)
+    options = LedgerOptions(connect_timeout_seconds=60, turn_timeout_millis=200)
+    with tcp_proxy((target.hostname or "127.0.0.1", target.port or 5432)) as proxy:
+        ledger = open_ledger(via(proxy.port, url), options=options)
+        try:
+            proxy.pause()
+            out: list[int] = []
+            thread = threading.Thread(target=lambda: out.append(ledger.next_turn("s1")))
+            thread.start()
+            thread.join(20)  # (a hang detector only; before the fix: 60 s)
+            assert not thread.is_alive(), "next_turn waited for the connection"
+            assert out == [1]
+            out.clear()
+            thread = threading.Thread(target=lambda: out.append(ledger.next_turn("s1")))
+            thread.start()
+            thread.join(20)  # the first one still hangs: this one does not wait for it
+            assert not thread.is_alive() and out == [2]
+            proxy.cut()
+            proxy.resume()
+            assert ledger.flush(30)
+            assert ledger.next_turn("s1") == 3
+            found = ledger.session("s1")
+            assert found is not None and found["last_turn"] == 3
+        finally:
+            ledger.close(2)

@@ -42,6 +42,11 @@ class LedgerOptions:
     """How long ``next_turn`` waits for the database's write lock (SQLite's, or the session's
     row on PostgreSQL) before it reads the number instead: the app's thread never waits
     behind another writer."""
+    turn_timeout_millis: int = 1_000
+    """Longest ``next_turn`` holds the app's thread. A database that does not answer within
+    it (a first connect to a server that went silent: ``connect_timeout_seconds``) leaves the
+    number to this process (its last + 1), recorded as a floor once the database is back; the
+    attempt goes on off the app's thread, and no other is made until it ends."""
     connect_timeout_seconds: int = 5
     """PostgreSQL: connection timeout (libpq ``connect_timeout``)."""
     statement_timeout_millis: int = 30_000

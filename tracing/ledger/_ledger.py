@@ -112,6 +112,7 @@ class Ledger:
         self._lost: dict[tuple[str, str], list[int]] = {}
         """(session, source) -> [count, first_ns, last_ns]: lost calls not written yet."""
         self._turns: dict[str, int] = {}
+        self._turn_attempt: threading.Thread | None = None
         self._writer: Writer | None = None
         if read_only:
             if parsed.backend == "sqlite" and parsed.path is None:
@@ -145,7 +146,15 @@ class Ledger:
             self._wake = threading.Event()
             self._wake_at = 0
             return
-        writer = Writer(self._store, options, reap=True, take_dropped=self._take_dropped)
+        writer = Writer(
+            self._store,
+            options,
+            reap=True,
+            take_dropped=self._take_dropped,
+            record_dropped=lambda session, n, source: self.record_dropped(
+                session, n, source=source
+            ),
+        )
         self._writer = writer
         self._queue = writer.queue
         self._max_queue = max(1, options.max_queue_size)
@@ -233,7 +242,8 @@ class Ledger:
 
         ``source`` ``processor``: tool calls a span processor shed under load (their anchor is
         missing, or settled without outcome); ``ledger``: anchor writes this ledger dropped
-        because its queue was full (counted here automatically). Never raises, never waits:
+        because its queue was full, or its database kept failing past the retry window
+        (counted here automatically). Never raises, never waits:
         the counts are added up in memory and written with the next batch.
         """
         if self._writer is None or self._closed or count <= 0:
@@ -259,8 +269,10 @@ class Ledger:
     def next_turn(self, session_id: str) -> int:
         """Hand out the session's next turn number (1, 2, ...; continues across restarts).
 
-        One statement on the database, which waits at most ``turn_wait_millis`` (50) for the
-        write lock: while another writer holds it (another process's transaction, this
+        One statement on the database, asked off the app's thread and waited for at most
+        ``turn_timeout_millis`` (1 s: a server that went silent is not waited for, the number
+        continues from what this process knows). It waits at most ``turn_wait_millis`` (50) for
+        the write lock: while another writer holds it (another process's transaction, this
         ledger's own batch), the number is read instead (the last committed turn + 1, never
         below what this process handed out) and recorded as a floor with the next batch. Two
         processes taking a turn of one session in that same moment may then get the same
@@ -271,33 +283,70 @@ class Ledger:
         floor = self._turns.get(session_id, 0) + 1
         turn = floor
         if not self.read_only and not self._closed:
-            try:
-                with self._read_lock, self._store.guard():
-                    conn = self._reader()
-                    try:
-                        turn = self._store.bump_turn(
-                            conn, session_id, floor, wait_millis=self._options.turn_wait_millis
-                        )
-                    except Exception as exc:
-                        if not self._store.is_locked(exc):
-                            raise
-                        # Another writer holds the lock: read what it leaves (never blocked)
-                        # and let our writer record the number.
-                        turn = max(floor, self._store.read_turn(conn, session_id) + 1)
-                        logger.debug("intentrace ledger: next_turn read %d (locked): %s", turn, exc)
-                        if self._queue is not None:
-                            self._queue.put(TurnFloor(session_id, turn))
-            except Exception as exc:
-                self._reset_reader()
-                if self._writer is not None:
-                    self._writer.errors += 1
-                    self._writer.recent_errors.append(f"next_turn: {_one_line(exc)}")
-                logger.debug("intentrace ledger: next_turn fell back to %d: %s", floor, exc)
+            got = self._bounded_turn(session_id, floor)
+            if got is None:  # no answer in time: the number is ours, recorded once it is back
                 queue = self._queue
                 if queue is not None:
                     queue.put(TurnFloor(session_id, floor))
+            else:
+                turn = got
         self._turns[session_id] = max(self._turns.get(session_id, 0), turn)
         return turn
+
+    def _bounded_turn(self, session_id: str, floor: int) -> int | None:
+        """The database's turn, asked for off the app's thread and waited for at most
+        ``turn_timeout_millis``; None when it did not answer in time (or an earlier attempt
+        still waits for it: one at a time). A late answer still raises this process's count."""
+        pending = self._turn_attempt
+        if pending is not None and pending.is_alive():
+            return None
+        box: list[int] = []
+
+        def ask() -> None:
+            turn = self._turn_from_database(session_id, floor)
+            box.append(turn)
+            self._turns[session_id] = max(self._turns.get(session_id, 0), turn)
+
+        thread = threading.Thread(target=ask, name="intentrace-ledger-turn", daemon=True)
+        self._turn_attempt = thread
+        thread.start()
+        thread.join(max(0, self._options.turn_timeout_millis) / 1000)
+        if not box:
+            logger.debug("intentrace ledger: next_turn: no answer in time, %d is ours", floor)
+            if self._writer is not None:
+                self._writer.recent_errors.append("next_turn: the database did not answer in time")
+            return None
+        return box[0]
+
+    def _turn_from_database(self, session_id: str, floor: int) -> int:
+        """One statement (its own thread: ``_bounded_turn``); never raises."""
+        try:
+            with self._read_lock, self._store.guard():
+                conn = self._reader()
+                try:
+                    return self._store.bump_turn(
+                        conn, session_id, floor, wait_millis=self._options.turn_wait_millis
+                    )
+                except Exception as exc:
+                    if not self._store.is_locked(exc):
+                        raise
+                    # Another writer holds the lock: read what it leaves (never blocked)
+                    # and let our writer record the number.
+                    turn = max(floor, self._store.read_turn(conn, session_id) + 1)
+                    logger.debug("intentrace ledger: next_turn read %d (locked): %s", turn, exc)
+                    if self._queue is not None:
+                        self._queue.put(TurnFloor(session_id, turn))
+                    return turn
+        except Exception as exc:
+            self._reset_reader()
+            if self._writer is not None:
+                self._writer.errors += 1
+                self._writer.recent_errors.append(f"next_turn: {_one_line(exc)}")
+            logger.debug("intentrace ledger: next_turn fell back to %d: %s", floor, exc)
+            queue = self._queue
+            if queue is not None:
+                queue.put(TurnFloor(session_id, floor))
+            return floor
 
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Wait until everything queued so far is written (or dropped); False on timeout."""
@@ -332,6 +381,7 @@ class Ledger:
         """Counters: enqueued, written, dropped, retries, errors (the database's failures),
         internal_errors (our bugs, ``tracing.diagnostics``), queue_depth, reaped, invalid,
         files_lost (the SQLite file deleted or replaced under the writer, docs/ledger.md),
+        disk_full (writes that failed for lack of space or over a quota: retried as transient),
         space_reclaimed (times a write failed for lack of space and the WAL was checkpointed
         and truncated), and
         two flags: failing (1 while the last try at writing failed) and failing_permanently
@@ -343,7 +393,8 @@ class Ledger:
             return {
                 "enqueued": 0, "written": 0, "dropped": self._dropped, "retries": 0,
                 "errors": 0, "internal_errors": 0, "queue_depth": 0, "reaped": 0, "invalid": 0,
-                "files_lost": 0, "space_reclaimed": 0, "failing": 0, "failing_permanently": 0,
+                "files_lost": 0, "disk_full": 0, "space_reclaimed": 0, "failing": 0,
+                "failing_permanently": 0,
             }  # fmt: skip
         return {
             "enqueued": w.taken + depth,
@@ -356,6 +407,7 @@ class Ledger:
             "reaped": w.reaped,
             "invalid": w.invalid,
             "files_lost": w.files_lost,
+            "disk_full": w.disk_full,
             "space_reclaimed": w.reclaimed,
             "failing": int(w.failing),
             "failing_permanently": int(w.permanent is not None),

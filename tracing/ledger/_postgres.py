@@ -48,6 +48,9 @@ _ALLOCATE_SQL = (
 )
 _PERMANENT_SQLSTATES = frozenset({"28000", "28P01", "3D000", "42501"})
 """Authentication failed, bad password, no such database, no privilege to connect."""
+_FULL_SQLSTATES = frozenset({"53100", "53400"})
+"""Disk full, and a configured limit exceeded (``temp_file_limit``, a quota): class 53
+(insufficient resources), transient like the rest of the class — retried, counted."""
 _PERMANENT_MESSAGES = (
     "password authentication failed",
     "authentication failed",
@@ -105,9 +108,14 @@ class PostgresStore(Store):
         pg = self.psycopg
         if not isinstance(exc, pg.Error):
             return False
+        if str(getattr(exc, "sqlstate", "") or "").startswith("53"):
+            return True  # insufficient resources (disk, memory, connections): passes
         return not isinstance(
             exc, pg.DataError | pg.IntegrityError | pg.ProgrammingError | pg.NotSupportedError
         ) or isinstance(exc, pg.errors.InsufficientPrivilege)
+
+    def is_full(self, exc: BaseException) -> bool:
+        return getattr(exc, "sqlstate", None) in _FULL_SQLSTATES
 
     def is_permanent(self, exc: BaseException) -> bool:
         if isinstance(exc, RefusedError):

@@ -354,6 +354,8 @@ class SQLiteStore(Store):
                 )
         return int(turn)
 
+    reclaims_space = True
+
     def is_full(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.OperationalError) and (
             "disk is full" in str(exc)

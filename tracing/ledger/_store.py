@@ -300,6 +300,9 @@ class Store(ABC):
         """Whether ``exc`` says the disk (or the database's quota) is full."""
         return False
 
+    reclaims_space: bool = False
+    """Whether ``reclaim`` can give space back (tried after a write failed for lack of it)."""
+
     def reclaim(self, conn: Any) -> None:  # noqa: B027 (a hook: most stores need nothing)
         """Give back the space the database's own files hold beyond its data (after a write
         failed for lack of it); nothing by default."""

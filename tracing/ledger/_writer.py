@@ -121,12 +121,16 @@ class Writer:
         *,
         reap: bool,
         take_dropped: Callable[[], list[Dropped]] | None = None,
+        record_dropped: Callable[[str, int, str], None] | None = None,
     ) -> None:
         self.store = store
         self.options = options
         self._take_dropped = take_dropped
         """The counts of lost calls gathered since the last batch (``Ledger.record_dropped``):
         written with the next batch."""
+        self._record_dropped = record_dropped
+        """``Ledger.record_dropped``: writes of a batch dropped after the database kept failing
+        are counted per session there, and written once it is back (readers say so)."""
         self._uncounted = 0
         """Items of the batch just written that are counts, not writes (not in ``written``)."""
         self.queue: SimpleQueue[Item | Flush | Stop] = SimpleQueue()
@@ -154,6 +158,7 @@ class Writer:
         self._busy_since: float | None = None
         """``time.monotonic()`` when the current batch's database work began (the watchdog's)."""
         self.files_lost = 0
+        self.disk_full = 0
         """Times the SQLite file was found deleted or replaced under the writer."""
         self.permanent: str | None = None
         """While set: the last try at connecting failed for a reason retrying cannot fix."""
@@ -521,14 +526,17 @@ class Writer:
                 else:
                     self._error("write", exc)
                     if self.store.is_full(exc):
-                        self._reclaim_pending = True
-                        self._reclaim()
+                        self.disk_full += 1
+                        if self.store.reclaims_space:
+                            self._reclaim_pending = True
+                            self._reclaim()
                 self._drop_conn()
                 if self._failing_since is None:
                     self._failing_since = time.monotonic()
                 if permanent:
                     self.permanent = self.recent_errors[-1]
                     self._drop(len(items), "the database refused the connection (permanent)")
+                    self._on_record(items)
                     return
                 failing_s = time.monotonic() - self._failing_since
                 if (
@@ -536,6 +544,7 @@ class Writer:
                     and failing_s >= self.options.retry_window_seconds
                 ) or self.abort.is_set():
                     self._drop(len(items), "the database kept failing")
+                    self._on_record(items)
                     return
                 attempt += 1
                 self.retries += 1
@@ -817,6 +826,23 @@ class Writer:
             logger.warning(
                 "intentrace ledger: dropped %d write(s): %s (counted in stats())", n, why
             )
+
+    def _on_record(self, items: Sequence[Item]) -> None:
+        """Put the writes of a dropped batch on record, per session (source ``ledger``), and
+        carry the counts it held over to a later batch: the loss stays visible to readers."""
+        record = self._record_dropped
+        if record is None:
+            return
+        sessions: dict[str, int] = {}
+        for item in items:
+            if isinstance(item, Dropped):
+                record(item.session_id, item.count, item.source)
+            elif isinstance(item, Mapping):
+                session = item.get("session_id")
+                key = session if isinstance(session, str) else ""
+                sessions[key] = sessions.get(key, 0) + 1
+        for session, n in sessions.items():
+            record(session, n, "ledger")
 
     def _bug(self, where: str, exc: BaseException) -> None:
         """A bug of ours in one of the ledger's threads: reported, and shown in
