@@ -90,16 +90,87 @@ def test_intent_tools_of_every_kind_are_named() -> None:
     assert "search_code" not in default_registry()  # the registry passed, not the default one
 
 
-def test_intent_tools_default_to_the_default_registry() -> None:
+def test_intent_tools_fill_the_setups_registry_not_the_default_one() -> None:
+    exporter = InMemorySpanExporter()
     setup = configure(
-        provider=TracerProvider(), set_global=False, ledger=False, intent_tools=["zz_tool"]
+        provider=TracerProvider(),
+        set_global=False,
+        ledger=False,
+        intent_tools=["zz_tool"],
+        processors=[SimpleSpanProcessor(exporter)],
     )
+    other = configure(provider=TracerProvider(), set_global=False, ledger=False)
     try:
-        assert setup.registry is default_registry()
-        assert "zz_tool" in default_registry()
+        assert setup.registry is not default_registry()
+        assert "zz_tool" not in default_registry()  # another setup in the process is unaffected
+        assert other.registry is default_registry()
+        assert isinstance(setup.registry, IntentRegistry)
+        assert "zz_tool" in setup.registry
+        # what inject_intent registers (the default registry), now or later, still counts
+        default_registry().add("zz_injected")
+        assert setup.registry.is_label_bearing("zz_injected")
+        assert setup.registry.names() >= {"zz_tool", "zz_injected"}
+        for tool in ("zz_tool", "zz_injected", "zz_not_ours"):
+            _tool_span(setup.provider, tool)
+        setup.force_flush()
+        assert [s.name for s in exporter.get_finished_spans()] == [
+            "Using zz_tool",
+            "Using zz_injected",
+            "execute_tool zz_not_ours",
+        ]
     finally:
-        default_registry().discard("zz_tool")
+        default_registry().discard("zz_injected")
         setup.shutdown()
+        other.shutdown()
+
+
+def test_framework_tools_and_agents_give_their_tool_names() -> None:
+    import agents
+    import mcp.types
+    from langchain_core.tools import tool as lc_tool
+    from pydantic_ai import Agent, Tool
+    from pydantic_ai.models.test import TestModel
+
+    def search_code(intent: str, query: str) -> str:
+        """Search."""
+        return query
+
+    def grep(intent: str, pattern: str) -> str:
+        """Grep."""
+        return pattern
+
+    registry = IntentRegistry()
+    configure(
+        provider=TracerProvider(),
+        set_global=False,
+        ledger=False,
+        registry=registry,
+        intent_tools=[
+            Tool(read_file, name="pyd_read"),  # pydantic-ai Tool
+            lc_tool(grep),  # LangChain BaseTool
+            agents.function_tool(search_code, name_override="oa_search"),  # OpenAI Agents
+            mcp.types.Tool(name="mcp_tool", input_schema={"type": "object"}),  # MCP Tool
+            read_file,  # a plain function
+        ],
+    ).shutdown()
+    assert registry.names() == {"pyd_read", "grep", "oa_search", "mcp_tool", "read_file"}
+    # an agent stands for its tools, never for its own name
+    for agent, expected in [
+        (
+            Agent(TestModel(), name="coder", tools=[search_code, Tool(grep)]),
+            {"search_code", "grep"},
+        ),
+        (agents.Agent(name="Assistant", tools=[agents.function_tool(grep)]), {"grep"}),
+    ]:
+        own = IntentRegistry()
+        configure(
+            provider=TracerProvider(),
+            set_global=False,
+            ledger=False,
+            registry=own,
+            intent_tools=[agent],
+        ).shutdown()
+        assert own.names() == expected
 
 
 @pytest.mark.parametrize("bad", [[42], [{"type": "object"}], [""]])

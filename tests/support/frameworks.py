@@ -32,7 +32,7 @@ from tests.support.langfuse_server import (
     langfuse_type,
 )
 from tests.support.otlp_receiver import OtlpReceiver, WireSpan
-from tracing import IntentRegistry, TracingSetup, configure, session
+from tracing import TracingSetup, configure, default_registry, session
 from tracing import attributes as A
 from tracing.anchor import Anchor
 from tracing.ledger import Ledger, open_ledger
@@ -110,9 +110,7 @@ def framework_run(tmp_path: Path) -> Iterator[FrameworkRun]:
             provider=provider,
             set_global=False,
             ledger=ledger,
-            # a registry of its own: `intent_tools` alone would fill the process-wide default one
-            registry=IntentRegistry(),
-            intent_tools=INTENT_TOOLS,
+            intent_tools=INTENT_TOOLS,  # the registry step (a registry of this setup's own)
             exporters=[OTLPSpanExporter(endpoint=rx.traces_url)],
             langfuse={
                 "public_key": f"pk-lf-{key}",
@@ -121,6 +119,7 @@ def framework_run(tmp_path: Path) -> Iterator[FrameworkRun]:
                 "flush_interval": 0.1,
             },
         )
+        assert not set(INTENT_TOOLS) & default_registry().names()  # the process-wide one stays
         try:
             yield FrameworkRun(rx=rx, provider=provider, setup=setup, ledger=ledger)
         finally:

@@ -24,7 +24,7 @@ from tracing.anchor import LedgerSink
 from tracing.derive._call import Naming, PolicyLike, RegistryLike
 from tracing.derive._conventions import DEFAULT_CONVENTIONS, Convention
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
-from tracing.intent import default_registry
+from tracing.intent import IntentRegistry, default_registry
 from tracing.intent._schema import tool_names_of
 from tracing.ledger import open_ledger
 from tracing.otel._langfuse import check_langfuse_clients, langfuse_span_mask
@@ -164,14 +164,39 @@ def _langfuse_client(
     return langfuse  # a client the app made (its processor is on the provider it was given)
 
 
+def _member_tools(holder: Any) -> list[Any] | None:
+    """The tools a framework's agent or toolset holds, or None when it holds none: pydantic-ai's
+    ``toolsets`` (each with a ``tools`` mapping), else a ``tools`` list or mapping (OpenAI Agents,
+    Agno, CrewAI, Google ADK agents; pydantic-ai ``FunctionToolset``; MCP ``ListToolsResult``)."""
+    if isinstance(holder, str | bytes | Mapping):
+        return None
+    found: list[Any] = []
+    toolsets = getattr(holder, "toolsets", None)
+    if isinstance(toolsets, Iterable) and not isinstance(toolsets, str | bytes):
+        for toolset in cast("Iterable[Any]", toolsets):
+            found.extend(_member_tools(toolset) or [])
+    tools = getattr(holder, "tools", None)
+    if isinstance(tools, Mapping):
+        found.extend(cast("Mapping[Any, Any]", tools).values())
+    elif isinstance(tools, list | tuple):
+        found.extend(cast("Sequence[Any]", tools))
+    return found or None
+
+
 def _register_tools(registry: RegistryLike, intent_tools: Iterable[Any] | Any) -> None:
-    """Add the names of ``intent_tools`` to ``registry`` (ConfigError: one without a name)."""
+    """Add the names of ``intent_tools`` to ``registry`` (ConfigError: one without a name).
+    An agent stands for its tools (never for its own name)."""
     items: Any = [intent_tools] if isinstance(intent_tools, str | Mapping) else intent_tools
     if not isinstance(items, Iterable):
         items = [items]  # one tool object
     names: list[str] = []
     for tool in cast("Iterable[Any]", items):
-        found = tool_names_of(tool)
+        members = _member_tools(tool)
+        found = (
+            [n for member in members for n in tool_names_of(member)]
+            if members is not None
+            else tool_names_of(tool)
+        )
         if not found:
             raise ConfigError(
                 f"intent_tools: cannot tell the name of {type(tool).__name__} {tool!r:.60}; "
@@ -185,6 +210,33 @@ def _register_tools(registry: RegistryLike, intent_tools: Iterable[Any] | Any) -
             "add the names to your registry yourself"
         )
     cast("Callable[[Iterable[str]], None]", update)(names)
+
+
+class SetupRegistry(IntentRegistry):
+    """The registry of one ``configure(intent_tools=...)`` without ``registry=``: its own
+    names, over ``default_registry()`` (what ``inject_intent`` fills, now and later), which it
+    never changes. ``add``/``update``/``discard`` act on its own names."""
+
+    __slots__ = ("_base",)
+
+    def __init__(self, names: Iterable[str] = (), *, base: IntentRegistry | None = None) -> None:
+        super().__init__(names)
+        self._base = base if base is not None else default_registry()
+
+    def names(self) -> frozenset[str]:
+        return super().names() | self._base.names()
+
+    def is_label_bearing(self, tool_name: str | None) -> bool:
+        return super().is_label_bearing(tool_name) or self._base.is_label_bearing(tool_name)
+
+    def __contains__(self, name: object) -> bool:
+        return super().__contains__(name) or name in self._base
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+    def __repr__(self) -> str:
+        return f"SetupRegistry({sorted(super().names())!r}, base={self._base!r})"
 
 
 def configure(
@@ -225,12 +277,17 @@ def configure(
         naming: ``intent`` (default, ``$INTENTRACE_NAMING``) or ``stable``.
         ledger: a ledger object, a URL, ``True`` (the default ledger file) or ``False``;
             default: ``$INTENTRACE_LEDGER_URL`` when set, else no ledger.
-        registry: label-bearing tool names (default ``default_registry()``): the processor
-            and the tool spans of ``tool_call`` read it.
+        registry: label-bearing tool names (default ``default_registry()``; with
+            ``intent_tools``, a registry of this setup's own that also sees every name of
+            ``default_registry()``): the processor and the
+            tool spans of ``tool_call`` read it.
         intent_tools: tools whose calls carry our ``intent`` (their functions declare it, or
-            their schemas were injected elsewhere), added to ``registry``: names, schemas
-            (OpenAI, Anthropic, MCP) or a framework's tool objects (their ``name``), or a plain
-            function (its ``__name__``). The one line that makes a framework's calls named.
+            their schemas were injected elsewhere), added to ``registry`` (never to
+            ``default_registry()`` unless it is passed as ``registry``): names, schemas
+            (OpenAI, Anthropic, MCP), a framework's tool objects (their ``name``: pydantic-ai
+            ``Tool``, LangChain ``BaseTool``, OpenAI Agents ``FunctionTool``, MCP ``Tool``, ...),
+            a framework's agent or toolset (its tools), or a plain function (its ``__name__``).
+            The one line that makes a framework's calls named.
         provider: an existing provider to wrap instead of making one (its processors move
             under the intent processor). Default: the global provider when it is already an SDK
             provider, else a new one.
@@ -251,7 +308,13 @@ def configure(
         opts = dataclasses.replace(opts, naming=naming)
     resolved_policy = _resolve_policy(policy)
     sink = _resolve_ledger(ledger)
-    used_registry: RegistryLike = registry if registry is not None else default_registry()
+    used_registry: RegistryLike
+    if registry is not None:
+        used_registry = registry
+    elif intent_tools is not None:
+        used_registry = SetupRegistry()  # this setup's names; default_registry() stays as it is
+    else:
+        used_registry = default_registry()
     if intent_tools is not None:
         _register_tools(used_registry, intent_tools)
     processor = IntentSpanProcessor(
