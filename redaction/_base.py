@@ -96,9 +96,11 @@ def run_rule(rule: CompiledRule, s: str, spans: list[Span]) -> None:
         pos = max(m.end(), m.start() + 1)
 
 
-def finish(s: str, spans: list[Span], placeholders: re.Pattern[str]) -> list[Span]:
-    """Spans outside existing placeholders, sorted, overlaps merged (labelled by the first)."""
-    if PLACEHOLDER_PREFIX in s or HMAC_PREFIX in s:
+def finish(s: str, spans: list[Span], placeholders: re.Pattern[str] | None) -> list[Span]:
+    """Spans outside existing placeholders, sorted, overlaps merged (labelled by the first).
+
+    ``placeholders`` ``None``: ``s`` is known to hold no placeholder prefix."""
+    if placeholders is not None and (PLACEHOLDER_PREFIX in s or HMAC_PREFIX in s):
         protected = [m.span() for m in placeholders.finditer(s)]
         if protected:
             spans = [

@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from bisect import bisect_right
 from collections.abc import Mapping
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
-from itertools import accumulate
+from itertools import accumulate, chain
 from typing import TYPE_CHECKING, Any, Final, cast
 from uuid import UUID
 
 from redaction._base import (
+    HMAC_PREFIX,
+    PLACEHOLDER_PREFIX,
     CompiledRule,
     Span,
     TrailEntry,
@@ -39,6 +42,7 @@ from redaction._base import (
 from redaction._engine import Automaton, EngineInfo, automaton
 from redaction._patterns import (
     ASSIGNMENT_KEYWORDS,
+    CASE_VARIANTS,
     DIGIT_RUN,
     NON_ASCII_DIGIT,
     VALUE_RULES,
@@ -73,8 +77,38 @@ _ASSIGNMENT: Final = "secret_assignment"
 _ASSIGNMENT_LEFT: Final = 40
 """How far ``secret_assignment``'s validator extends a key to the left of its keyword."""
 _MEMO_ENTRIES: Final = 4096
+_PLACEHOLDER: Final = -1
+"""The rule index of the placeholder prefixes' expressions."""
 _KEY_RUN: Final = re.compile(r"[A-Za-z0-9_.\-]*")
 """The key characters ``secret_assignment``'s key part takes after its keyword."""
+_RUN_CHARS: Final = frozenset(
+    string.ascii_letters + string.digits + "_.-" + "".join(chain(*CASE_VARIANTS.values()))
+)
+"""Key characters and the look-alikes Python's case-insensitive matching takes for a keyword's
+letters: a run of them ends at an assignment's key end."""
+_WINDOW: Final = 96
+"""Around an anchor match: the longest anchor reach (66) and literal (19) fit."""
+
+
+class _Whole:
+    """One text's lower-cased form and digit run, computed when first needed."""
+
+    __slots__ = ("_digits", "_lower", "s")
+
+    def __init__(self, s: str) -> None:
+        self.s = s
+        self._lower: str | None = None
+        self._digits: bool | None = None
+
+    def lower(self) -> str:
+        if self._lower is None:
+            self._lower = self.s.lower()
+        return self._lower
+
+    def digit_run(self) -> bool:
+        if self._digits is None:
+            self._digits = DIGIT_RUN.search(self.s) is not None
+        return self._digits
 
 
 def _hides(s: Scrubber, x: Any) -> bool:
@@ -103,16 +137,20 @@ def _char_ends(s: str, hits: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def _assignment_starts(t: str, anchor: Anchor) -> tuple[tuple[int, int], ...]:
-    """``secret_assignment``'s candidate starts in ``t`` (the text before an anchor's key end,
-    ``_ASSIGNMENT_CONTEXT`` characters at most), each with the end of its key when the key-name
-    rule finds that key innocent (else -1).
+def _assignment_starts(t: str, anchor: Anchor) -> tuple[int, ...]:
+    """``secret_assignment``'s candidate starts in ``t`` (the run of key characters and
+    keyword look-alikes that ends at an anchor's key end, ``_ASSIGNMENT_LEFT`` + ``back``
+    characters at most), but for those whose key the key-name rule finds innocent.
 
-    Most candidates in code are assignments to innocent keys (``tokens = ...``,
-    ``max_tokens=``, ``key =``): the validator rejects every match whose key is innocent. The
-    key at a start: an ASCII keyword (no keyword is a prefix of another, so the regex takes
-    that one), the key characters after it, and the validator's extension to the left (at most
-    40 characters: inside ``t``). Code repeats its lines: the caller remembers ``t``'s answer.
+    The regex matches only at a keyword followed by key characters up to the key end, so every
+    start of a match that ends at this anchor lies in that run (a start elsewhere ends at an
+    ``:``/``=`` of its own, which the engine reports too). Most candidates in code are
+    assignments to innocent keys (``tokens = ...``, ``max_tokens=``, ``key =``): the validator
+    rejects every match whose key is innocent, and a rejected match hides nothing, so those
+    starts are not tried. The key at a start: an ASCII keyword (no keyword is a prefix of
+    another, so the regex takes that one), the key characters after it, and the validator's
+    extension to the left (at most 40 characters: inside ``t``). Keys repeat: the caller
+    remembers ``t``'s answer.
     """
     lo = max(len(t) - anchor.back, 0)
     window = t[lo:]
@@ -121,16 +159,15 @@ def _assignment_starts(t: str, anchor: Anchor) -> tuple[tuple[int, int], ...]:
     else:
         assert anchor.starts is not None
         found = [m.start() for m in anchor.starts.finditer(t, lo)]
-    out: list[tuple[int, int]] = []
+    out: list[int] = []
     for q in found:
         run = _KEY_RUN.match(t, q)  # (the key characters stop at the anchor's key end)
         end = run.end() if run is not None else q
-        if t[q:end].lower().startswith(ASSIGNMENT_KEYWORDS) and not sensitive_key(
-            t[assignment_key_start(t, q) : end]
+        if not (
+            t[q:end].lower().startswith(ASSIGNMENT_KEYWORDS)
+            and not sensitive_key(t[assignment_key_start(t, q) : end])
         ):
-            out.append((q, end))
-        else:
-            out.append((q, -1))
+            out.append(q)
     return tuple(out)
 
 
@@ -154,9 +191,9 @@ class FastPath:
             for r in self.rules
         )
         """Per rule: its literals lower-cased (the Python path's prefilter)."""
-        self._assignments: dict[str, tuple[tuple[int, int], ...]] = {}
-        """Text before an assignment anchor's key end -> its candidate starts (and innocent
-        keys' ends), relative to that text (``_assignment_starts``; bounded)."""
+        self._assignments: dict[str, tuple[int, ...]] = {}
+        """The key run before an assignment anchor's key end -> its candidate starts but the
+        innocent keys', relative to that run (``_assignment_starts``; bounded)."""
         self.always_user = always_user
         """User rules the engine cannot gate (no literals, or non-ASCII ones): run on every
         string, as the Python path does."""
@@ -182,6 +219,10 @@ class FastPath:
                 for lit in rule.literals:
                     exprs.extend((hs_text(v), True) for v in spellings(lit))
                     targets.extend((idx, None) for _ in spellings(lit))
+        # where a placeholder may be: only there are removals checked against placeholders
+        for prefix in (PLACEHOLDER_PREFIX, HMAC_PREFIX):
+            exprs.append((hs_text(prefix), False))
+            targets.append((_PLACEHOLDER, None))
         auto, info = automaton(tuple(exprs), choice)
         if auto is None:
             return None, info
@@ -210,28 +251,50 @@ class FastPath:
             targets = self.targets
             for end, expr in hits:
                 idx, anchor = targets[expr]
-                per_rule.setdefault(idx, []).append((end, anchor))
-            lower: str | None = None
+                got = per_rule.get(idx)
+                if got is None:
+                    per_rule[idx] = [(end, anchor)]
+                else:
+                    got.append((end, anchor))
+            protect = per_rule.pop(_PLACEHOLDER, None) is not None
+            whole = _Whole(s)
             for idx in sorted(per_rule):
                 rule = self.rules[idx]
-                # the Python path's prefilters, exactly: both paths run the same rules
-                lits = self.lowered[idx]
-                if lits is not None:
-                    if lower is None:
-                        lower = s.lower()
-                    if not any(lit in lower for lit in lits):
-                        continue
-                elif rule.digits and DIGIT_RUN.search(s) is None:
-                    continue
-                if rule.requires and not any(c in s for c in rule.requires):
+                found = per_rule[idx]
+                if not self._runs(idx, rule, whole, found[0][0]):
                     continue
                 if rule.builtin:
-                    self._confirm_rule(rule, s, per_rule[idx], spans)
+                    self._confirm_rule(rule, s, found, spans)
                 else:
                     run_rule(rule, s, spans)
+        else:
+            protect = False
         if not spans:
             return spans
-        return finish(s, spans, self.s.placeholders)
+        return finish(s, spans, self.s.placeholders if protect or self.always_user else None)
+
+    def _runs(self, idx: int, rule: CompiledRule, whole: _Whole, end: int) -> bool:
+        """The Python path's prefilters, exactly (both paths run the same rules): a literal of
+        the rule in the lower-cased text, a digit run, one of the required characters.
+
+        Decided on the text around one anchor match when they pass there (the anchor is most
+        often the literal itself), else on the whole text: a large text is not lower-cased
+        or searched for every rule it has a candidate of."""
+        s = whole.s
+        window = s[max(end - _WINDOW, 0) : end + _WINDOW]
+        lits = self.lowered[idx]
+        if lits is not None:
+            # an ASCII literal in a slice's lower-cased form is in the text's: lower() maps
+            # character by character (but the final sigma, not ASCII)
+            low = window.lower()
+            if not any(lit in low for lit in lits):
+                low = whole.lower()
+                if not any(lit in low for lit in lits):
+                    return False
+        elif rule.digits and DIGIT_RUN.search(window) is None and not whole.digit_run():
+            return False
+        requires = rule.requires
+        return not requires or any(c in window or c in s for c in requires)
 
     def _always(self, s: str) -> list[Span]:
         spans: list[Span] = []
@@ -254,18 +317,16 @@ class FastPath:
         spans: list[Span],
     ) -> None:
         starts: set[int] = set()
-        innocent: dict[int, int] = {}
-        """Assignment starts whose key the key-name rule finds innocent -> the key's end."""
         assignment = rule.name == _ASSIGNMENT
         memo = self._assignments
         for end, anchor in hits:
             assert anchor is not None
-            if anchor.whole:
-                run_rule(rule, s, spans)
-                return
             if anchor.length:
                 starts.add(end - anchor.length)
                 continue
+            if anchor.whole:
+                run_rule(rule, s, spans)
+                return
             hi = end
             if anchor.skip:  # before an assignment's ':' or '=': blanks, then one quote
                 hi = end - 1
@@ -273,12 +334,11 @@ class FastPath:
                     hi -= 1
                 if hi > 0 and s[hi - 1] in _QUOTES:
                     hi -= 1
-                lo = hi - anchor.back
-            else:
-                lo = end - anchor.back
-            lo = max(lo, 0)
-            if assignment:
-                a = max(0, hi - anchor.back - _ASSIGNMENT_LEFT)
+            if assignment:  # the key's run
+                a = hi
+                floor = max(hi - anchor.back - _ASSIGNMENT_LEFT, 0)
+                while a > floor and s[a - 1] in _RUN_CHARS:
+                    a -= 1
                 context = s[a:hi]
                 found = memo.get(context)
                 if found is None:
@@ -286,11 +346,10 @@ class FastPath:
                     if len(memo) >= _MEMO_ENTRIES:
                         memo.clear()
                     memo[context] = found
-                for q, key_end in found:
+                for q in found:
                     starts.add(a + q)
-                    if key_end >= 0:
-                        innocent[a + q] = a + key_end
                 continue
+            lo = max(hi - anchor.back, 0)
             if anchor.starts_lower is not None:
                 window = s[lo:hi]
                 if window.isascii():
@@ -300,6 +359,8 @@ class FastPath:
             finder = anchor.starts
             assert finder is not None
             starts.update(m.start() for m in finder.finditer(s, lo, hi))
+        if not starts:
+            return
         regex = rule.regex
         validator = rule.validator
         secret = rule.secret
@@ -307,14 +368,12 @@ class FastPath:
         for p in sorted(starts):
             if p < last:
                 continue
-            if p in innocent:
-                # The validator rejects any match here, and a rejected match hides nothing
-                # (the search goes on at the next start, as in the Python path).
-                continue
             m = regex.match(s, p)
             if m is None:
                 continue
             if validator is not None and not validator(s, m):
+                # a rejected match hides nothing: the search goes on at the next start, as
+                # in the Python path
                 continue
             last = max(m.end(), p + 1)
             a, b = m.span(secret) if secret is not None else m.span()

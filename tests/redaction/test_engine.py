@@ -129,6 +129,12 @@ TRICKY = [
     "tokens = client.exchange(code=x, password=hunter22)\n    tokens=secret_key=abc123",
     "max_tokens=5 tokens: password=hunter22\v token_count=3\u2028secret=abc123 tokens=",
     "    " * 30 + "tokens = pass\n" + "key=" * 30 + "tokens=" + "secret=abc123",
+    # an assignment's key run: look-alikes inside and at its edge, keys past the 40-character
+    # extension, keywords after the run's left edge
+    "\u212apassword=hunter22 a\u017fpassword=hunter22 tokens\u212apassword=hunter22",
+    "x" * 50 + "password=hunter22 " + "x" * 35 + "tokens=abc123 password" + "x" * 45 + "=abc123",
+    "tokens.password=abc123 max_tokens.to\u212aen: 'abc123' \u0130pin=1234 sort_key.pin=1234",
+    "my_tokens_secret_key_for_the_prod_db_backup_x = hunter22; tokens_tokens_token=abc123",
 ]
 PLANTED = st.one_of(*(s.map(lambda t: t[0]) for s in SECRETS.values()))
 TEXT = st.one_of(

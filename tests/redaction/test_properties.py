@@ -9,7 +9,7 @@ import re
 import string
 from typing import Any
 
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from redaction import RedactionPolicy, ScrubOptions
@@ -78,9 +78,10 @@ SECRETS: dict[str, st.SearchStrategy[tuple[str, str]]] = {
     "openai_key": _s(ALNUM, 30, 60).map(lambda t: ("sk-proj-" + _digit(t), _digit(t))),
     "google_api_key": _s(ALNUM + "_-", 35).map(lambda t: ("AIza" + t, "AIza" + t)),
     "huggingface_token": _s(ALNUM, 34).map(lambda t: ("hf_" + _digit(t), "hf_" + _digit(t))),
-    "connection_string": _s(ALNUM + "!$%*", 10, 24).map(
-        lambda pw: (f"postgresql://app:{pw}@db.internal:5432/app", pw)
-    ),
+    "connection_string": _s(ALNUM + "!$%*", 10, 24)
+    # a password that is also a part of the URL (`postgresql`) would be seen to survive
+    .filter(lambda pw: pw not in "postgresql://app:@db.internal:5432/app")
+    .map(lambda pw: (f"postgresql://app:{pw}@db.internal:5432/app", pw)),
     "secret_assignment": _s(ALNUM, 10, 30).map(lambda t: (f"api_key={t}", t)),
     "credit_card": st.tuples(st.sampled_from(["4", "51", "37", "6011"]), _s(string.digits, 12)).map(
         lambda t: (c := _luhn((t[0] + t[1])[:15]), c)
@@ -139,6 +140,7 @@ def test_no_planted_secret_survives(case: tuple[Any, str, str]) -> None:
 @given(planted(), planted())
 def test_no_secret_survives_redact_call(a: tuple[Any, str, str], b: tuple[Any, str, str]) -> None:
     # a secret in the intent sentence and one in the error message, the args and the output
+    assume(a[1] not in b[2] and b[1] not in a[2])  # one's secret is no innocent part of the other
     call = POLICY.redact_call(
         tool_name="search",
         args=a[0],
