@@ -103,6 +103,12 @@ def dropped_lines(url: str, session_id: str | None = None) -> list[str]:
     return dropped_notes(dropped(url, session_id), session=session_id is not None)
 
 
+def last_version(url: str, session_id: str | None = None) -> int:
+    """The newest row version written (uncached; ``Ledger.last_version``): of every call (one
+    end of an index: what a page polls), or of one session's (asked only when that moved)."""
+    return ledger(url).last_version(session_id)
+
+
 def session_info(url: str, session_id: str) -> SessionInfo | None:
     """One session's counts (uncached: it is the version token of the story)."""
     return ledger(url).session(session_id)
@@ -183,6 +189,7 @@ __all__: Sequence[str] = (
     "dropped_lines",
     "find_calls",
     "in_flight",
+    "last_version",
     "latest_session",
     "ledger",
     "ledger_url",

@@ -109,9 +109,8 @@ def call_row(
         if call.live:
             live_badge(call.status)
         if not focused:
-            link_to_call(
-                session_id, call.id, label=details_label(call), help="Open this call's detail"
-            )
+            # (no `help`: Streamlit then draws the link twice, one hidden)
+            link_to_call(session_id, call.id, label=details_label(call))
 
 
 def details_label(call: Call) -> str:

@@ -2,104 +2,33 @@
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.viewer.browser import BROWSER_MARKS, Tab, chromium_tab, serve
 from tests.viewer.conftest import repo_root
 from tests.viewer.fixture_ledger import AUTH, XSS, XSS_INTENT
 from viewer._ui import call_key
 
-CHROMIUM = "/usr/bin/chromium"
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="needs Debian's chromium"),
-]
+pytestmark = BROWSER_MARKS
 SCREENSHOTS = repo_root() / "artifacts" / "screenshots"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_healthy(base: str, proc: subprocess.Popen[bytes], timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"intentrace view exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError("the viewer did not come up")
 
 
 @pytest.fixture(scope="module")
 def server(fixture_url: str) -> Iterator[str]:
     """``intentrace view --ledger <fixture> --port <free>`` as a subprocess."""
-    port = free_port()
-    cmd = [sys.executable, "-c", "from tracing.cli import main; main()", "view",
-           "--ledger", fixture_url, "--port", str(port)]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(base, proc)
+    with serve(fixture_url) as base:
         yield base
-    finally:
-        proc.terminate()  # forwarded to the Streamlit child
-        proc.wait(timeout=20)
-    with pytest.raises(OSError):  # the Streamlit server went away with it
-        urllib.request.urlopen(f"{base}/_stcore/health", timeout=2)
-
-
-@dataclass
-class Tab:
-    """One browser tab and what it saw."""
-
-    page: Any
-    dialogs: list[str] = field(default_factory=list[str])
-    requests: list[str] = field(default_factory=list[str])
 
 
 @pytest.fixture(scope="module")
 def browser_tab(server: str) -> Iterator[Tab]:
     """One Chromium tab for the module (each test starts by loading the URL it tests)."""
-    from playwright.sync_api import Dialog, Request, sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        tab = Tab(chromium.new_page(viewport={"width": 1400, "height": 1000}))
-
-        def on_dialog(dialog: Dialog) -> None:
-            tab.dialogs.append(dialog.message)
-            dialog.dismiss()
-
-        def on_request(request: Request) -> None:
-            tab.requests.append(request.url)
-
-        tab.page.on("dialog", on_dialog)
-        tab.page.on("request", on_request)
-        # A fresh server's first page load can come up blank: load once before testing.
-        tab.page.goto(server)
-        tab.page.wait_for_selector("[data-testid=stMain] h1", timeout=30_000)
+    with chromium_tab(server) as tab:
         yield tab
-        chromium.close()
 
 
 @pytest.fixture

@@ -3,8 +3,6 @@ character or bidi override reaches the page, nothing is interpreted, framing sur
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -97,19 +95,10 @@ def test_long_label_keeps_framing_in_rows() -> None:
 # --- in a real browser ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def hostile_server(hostile_url: str) -> Iterator[str]:
-    from tests.viewer.test_browser import free_port, wait_healthy
+    from tests.viewer.browser import serve
 
-    port = free_port()
-    cmd = [sys.executable, "-c", "from tracing.cli import main; main()", "view",
-           "--ledger", hostile_url, "--port", str(port)]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(base, proc)
+    with serve(hostile_url) as base:
         yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 @pytest.mark.browser

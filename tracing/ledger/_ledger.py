@@ -726,6 +726,20 @@ class Ledger:
             params.append(session_id)
         return self._anchors(where, [*params, max(0, limit)], "ORDER BY version LIMIT ?")
 
+    def last_version(self, session_id: str | None = None) -> int:
+        """The newest row version written (0: none): of every call, or of one session's.
+
+        Without ``session_id`` this reads one end of the ``version`` index, so a reader can poll
+        it cheaply and look further only when it moved (the viewer follows a session this way).
+        """
+        if session_id is None:
+            rows = self._query("SELECT max(version) FROM anchors")
+        else:
+            rows = self._query(
+                "SELECT max(version) FROM anchors WHERE session_id = ?", [session_id]
+            )
+        return int(rows[0][0] or 0) if rows else 0
+
     def checkpoints(self, session_id: str) -> list[Anchor]:
         """The settled calls of a session, in ``seq`` order."""
         return self._anchors(

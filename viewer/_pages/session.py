@@ -43,8 +43,12 @@ from viewer._ui import (
 MAX_PAYLOAD_CHARS: Final = 200_000
 """Args/results longer than this are shown cut (the ledger keeps them whole)."""
 TIMELINE_ROW_PX: Final = 20
-LIVE_REFRESH_S: Final = 2.0
-"""How often a session with live calls refreshes itself."""
+FOLLOW_S: Final = 1.5
+"""How often the page asks the ledger whether its session was written since it was drawn."""
+LIVE_TICK_S: Final = 5.0
+"""While calls are live, the page is drawn again at least this often (their running times)."""
+_NEWEST_KEY: Final = "_intentrace_session_newest"
+"""The ledger's newest row version when the page last looked (per browser tab)."""
 
 STATUS_COLORS: Final[dict[Status, str]] = {
     Status.STREAMING: "#f59e0b",
@@ -63,7 +67,7 @@ def _param(name: str) -> str | None:
 
 
 def render() -> None:
-    """The Session page."""
+    """The Session page (it follows its session while it is written: ``_follow``)."""
     url = _data.ledger_url()
     anchor = _param(ANCHOR_PARAM)
     session_id = _param(SESSION_PARAM)
@@ -78,27 +82,54 @@ def render() -> None:
                 return
         if session_id is None:
             session_id = _data.latest_session(url)
+        # read before the story: what is drawn is at least this new
+        newest = _data.last_version(url)
+        seen = _data.last_version(url, session_id) if session_id is not None else newest
         info = _data.session_info(url, session_id) if session_id is not None else None
     except _data.LedgerError as exc:
         _ledger_error(exc)
         return
 
+    st.session_state[_NEWEST_KEY] = newest
     if session_id is None:
         st.info("The ledger has no sessions yet. Record some calls, or run `intentrace demo`.")
+        _follow(url, None, seen, 0.0)  # the first session to be written opens here
         return
     if info is None:
         st.warning("The ledger has no session with this id:", icon=":material/search_off:")
         st.text(one_line(session_id, 200))
+        st.caption("This page shows the session as soon as its first call is written.")
         _back_to_sessions()
+        _follow(url, session_id, seen, 0.0)
         return
     # The URL names what is shown (also after an in-page link, which does not update it).
     st.query_params[SESSION_PARAM] = session_id
     if anchor is not None:
         st.query_params[ANCHOR_PARAM] = anchor
-    if info["in_flight"]:
-        _live_session(url, session_id, anchor)  # refreshes itself while calls are live
-    else:
-        _session(url, session_id, anchor, info)
+    _session(url, session_id, anchor, info)
+    _follow(url, session_id, seen, time.monotonic() if info["in_flight"] else 0.0)
+
+
+@st.fragment(run_every=FOLLOW_S)
+def _follow(url: str, session_id: str | None, seen: int, live_since: float) -> None:
+    """Rerun the page when its session was written since it was drawn (``seen``: the session's
+    newest row version then; for no session, every call's), or, while calls are live, every
+    ``LIVE_TICK_S`` (their running times). Cheap when nothing changed: one read of the end of
+    the ledger's version index; the session's own version is asked only when that moved."""
+    try:
+        newest = _data.last_version(url)
+        if newest == st.session_state.get(_NEWEST_KEY) and not _tick_due(live_since):
+            return
+        st.session_state[_NEWEST_KEY] = newest
+        now = newest if session_id is None else _data.last_version(url, session_id)
+    except _data.LedgerError:
+        return  # the next full run says so
+    if now != seen or _tick_due(live_since):
+        st.rerun(scope="app")
+
+
+def _tick_due(live_since: float) -> bool:
+    return bool(live_since) and time.monotonic() - live_since >= LIVE_TICK_S
 
 
 def _back_to_sessions() -> None:
@@ -110,18 +141,6 @@ def _back_to_sessions() -> None:
 def _ledger_error(exc: Exception) -> None:
     st.error("The ledger cannot be read.")
     st.code(str(exc), language=None)
-
-
-@st.fragment(run_every=LIVE_REFRESH_S)
-def _live_session(url: str, session_id: str, anchor: str | None) -> None:
-    """A session with calls in flight re-reads itself (intents grow, calls settle)."""
-    try:
-        info = _data.session_info(url, session_id)
-    except _data.LedgerError as exc:
-        _ledger_error(exc)
-        return
-    if info is not None:
-        _session(url, session_id, anchor, info)
 
 
 def _session(url: str, session_id: str, anchor: str | None, info: SessionInfo) -> None:
