@@ -15,7 +15,10 @@ as ``name: ours X, peer Y, ratio Z`` lines, plus each default dashboard against 
 from the whole ledger, then answers), cold (a fresh process starting from the snapshot) and
 warm; and the first build of the copy on its own. The peers compute
 the same definitions (the per-anchor ones through the same Python functions, as SQLite UDFs
-and pandas maps); the script checks that every peer returns our rows.
+and pandas maps); the script checks that every peer returns our rows. Peers are written for
+``tools`` and ``over_time``; those of ``precursors``, ``vague_intents`` and ``redundancy`` were
+retired when their definitions changed (scoped windows, per-batch redundancy on arguments,
+information across scripts) until they are rewritten.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from typing import Any
 
 from bench._synthetic import fill
 from tracing.analytics import ANALYSES, Analytics, AnalyticsOptions, load_dashboards
-from tracing.analytics._analyses import BUCKETS, generic_vocabulary
+from tracing.analytics._analyses import BUCKETS
 from tracing.analytics._analyses import FAILED as FAILED_STATUSES
 from tracing.analytics._analyses import SETTLED as SETTLED_STATUSES
 from tracing.analytics._definitions import (
@@ -87,69 +90,6 @@ def sqlite_prepare(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def sqlite_precursors(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple[Any, ...]]:
-    item = "ph" if p["by"] == "phrase" else "n"
-    lags = " UNION ALL ".join(
-        f"SELECT session_id, rn, owner, failed, lag(item, {d}) OVER w AS item FROM c "
-        "WINDOW w AS (PARTITION BY session_id ORDER BY rn)"
-        for d in range(1, p["k"] + 1)
-    )
-    sql = f"""
-    WITH c AS (SELECT session_id, status IN {_sql_in(SETTLED)} AS owner,
-                      status IN {_sql_in(FAILED)} AS failed, {item} AS item,
-                      row_number() OVER (PARTITION BY session_id ORDER BY seq, tool_call_id) AS rn
-               FROM d),
-    w AS (SELECT DISTINCT session_id, rn, failed, item FROM ({lags})
-          WHERE owner AND item IS NOT NULL),
-    t AS (SELECT sum(owner) AS n, sum(failed) AS fl FROM c),
-    occ AS (SELECT item, count(*) AS occurrences FROM c WHERE item IS NOT NULL GROUP BY item),
-    g AS (SELECT item, sum(failed) AS cnt, count(*) AS windows FROM w GROUP BY item)
-    SELECT g.item, cnt, cnt * 1.0 / fl, (cnt * n) * 1.0 / (fl * windows), windows, occurrences
-    FROM g JOIN occ USING (item), t
-    WHERE cnt > 0 AND cnt * 1.0 / fl >= ?
-    ORDER BY 4 DESC, 2 DESC, 1 LIMIT ?"""
-    return conn.execute(sql, (p["min_support"], p["limit"])).fetchall()
-
-
-def sqlite_vague(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple[Any, ...]]:
-    generic = set(generic_vocabulary(p["generic_words"]))
-    conn.create_function("is_generic", 1, lambda n: bool(generic) and set(n.split(" ")) <= generic)
-    sql = """
-    WITH r AS (SELECT session_id, tool_name, n, count(DISTINCT a) AS k FROM d WHERE n IS NOT NULL
-               GROUP BY 1, 2, 3),
-    g AS (SELECT n FROM (SELECT DISTINCT n FROM d WHERE n IS NOT NULL) WHERE is_generic(n)),
-    v AS (SELECT d.tool_name, CASE WHEN d.n IS NULL THEN 1 WHEN w < ? THEN 2
-                 WHEN nt THEN 3 WHEN d.n IN (SELECT n FROM g) THEN 4 WHEN r.k > 1 THEN 5
-                 ELSE 0 END AS cat
-          FROM d LEFT JOIN r ON r.session_id = d.session_id AND r.tool_name = d.tool_name
-               AND r.n = d.n
-          WHERE NOT h)
-    SELECT tool_name, count(*), sum(cat = 1), sum(cat = 2), sum(cat = 3), sum(cat = 4),
-           sum(cat = 5), sum(cat > 0), sum(cat > 0) * 1.0 / count(*)
-    FROM v GROUP BY tool_name HAVING count(*) >= ? ORDER BY 9 DESC, 2 DESC, 1"""
-    return conn.execute(sql, (p["min_words"], p["min_calls"])).fetchall()
-
-
-def sqlite_redundancy(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple[Any, ...]]:
-    key = "tool_name" if p["by"] == "tool" else "session_id"
-    sql = f"""
-    WITH c AS (SELECT *, status IN {_sql_in(FAILED)} AS failed FROM d),
-    f AS (SELECT {key} AS key,
-            batch_id IS NOT NULL AND count(*) OVER (PARTITION BY session_id, batch_id) > 1 AS sib,
-            CASE WHEN batch_id IS NOT NULL AND n IS NOT NULL THEN row_number() OVER
-              (PARTITION BY session_id, batch_id, n ORDER BY seq, tool_call_id) > 1 ELSE 0 END AS dup,
-            CASE WHEN a IS NOT NULL THEN coalesce(lag(failed) OVER
-              (PARTITION BY session_id, tool_name, a ORDER BY seq, tool_call_id) = 0, 0)
-              ELSE 0 END AS rep
-          FROM c)
-    SELECT key, count(*), sum(sib), sum(dup),
-           CASE WHEN sum(sib) > 0 THEN sum(dup) * 1.0 / sum(sib) END, sum(rep),
-           sum(rep) * 1.0 / count(*)
-    FROM f GROUP BY key HAVING count(*) >= ? ORDER BY sum(dup) + sum(rep) DESC, 2 DESC, 1
-    LIMIT ?"""
-    return conn.execute(sql, (p["min_calls"], p["limit"])).fetchall()
-
-
 def sqlite_tools(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple[Any, ...]]:
     settled, failed = _sql_in(SETTLED), _sql_in(FAILED)
     sql = f"""
@@ -186,9 +126,6 @@ def sqlite_over_time(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple[
 
 
 SQLITE: dict[str, Callable[[sqlite3.Connection, dict[str, Any]], list[tuple[Any, ...]]]] = {
-    "precursors": sqlite_precursors,
-    "vague_intents": sqlite_vague,
-    "redundancy": sqlite_redundancy,
     "tools": sqlite_tools,
     "over_time": sqlite_over_time,
 }
@@ -230,88 +167,6 @@ def pandas_load(path: Path) -> Any:
     df["failed"] = df["status"].isin(FAILED)
     df = df.sort_values(["session_id", "seq", "tool_call_id"], kind="stable").reset_index(drop=True)
     return df.drop(columns=["args", "redaction"])
-
-
-def pandas_precursors(df: Any, p: dict[str, Any]) -> list[tuple[Any, ...]]:
-    import pandas as pd
-
-    item = df["phrase"] if p["by"] == "phrase" else df["norm"]
-    grouped = item.groupby(df["session_id"], sort=False)
-    owners = df.index[df["owner"]]
-    parts = [
-        pd.DataFrame({"owner": owners, "item": grouped.shift(d)[owners].to_numpy()})
-        for d in range(1, p["k"] + 1)
-    ]
-    w = pd.concat(parts).dropna().drop_duplicates()
-    w["failed"] = df["failed"].to_numpy()[w["owner"].to_numpy()]
-    g = w.groupby("item").agg(count=("failed", "sum"), windows=("failed", "size"))
-    occ = item.value_counts()
-    n, fl = int(df["owner"].sum()), int(df["failed"].sum())
-    rows = []
-    for it, count, seen in zip(g.index, g["count"], g["windows"], strict=True):
-        cnt, windows = int(count), int(seen)
-        if cnt == 0 or cnt / fl < p["min_support"]:
-            continue
-        rows.append((it, cnt, cnt / fl, (cnt * n) / (fl * windows), windows, int(occ[it])))
-    rows.sort(key=lambda r: (-r[3], -r[1], r[0]))
-    return rows[: p["limit"]]
-
-
-def pandas_vague(df: Any, p: dict[str, Any]) -> list[tuple[Any, ...]]:
-    import numpy as np
-
-    generic = set(generic_vocabulary(p["generic_words"]))
-    distinct = df.groupby(["session_id", "tool_name", "norm"], sort=False)["akey"].transform(
-        "nunique"
-    )
-    uniq = df["norm"].dropna().unique()
-    gen = {n: bool(generic) and set(n.split(" ")) <= generic for n in uniq}
-    is_gen = df["norm"].map(gen).fillna(False).astype(bool)
-    v = df[~df["hidden"]].copy()
-    cat = np.select(
-        [
-            v["norm"].isna(),
-            v["words"] < p["min_words"],
-            v["named"],
-            is_gen[v.index],
-            distinct[v.index].fillna(0) > 1,
-        ],
-        [1, 2, 3, 4, 5],
-        0,
-    )
-    v["cat"] = cat
-    rows = []
-    for tool, g in v.groupby("tool_name"):
-        n = len(g)
-        if n < p["min_calls"]:
-            continue
-        c = [int((g["cat"] == i).sum()) for i in range(1, 6)]
-        rows.append((tool, n, *c, sum(c), sum(c) / n))
-    rows.sort(key=lambda r: (-r[8], -r[1], r[0]))
-    return rows
-
-
-def pandas_redundancy(df: Any, p: dict[str, Any]) -> list[tuple[Any, ...]]:
-    has_batch = df["batch_id"].notna()
-    size = df.groupby(["session_id", "batch_id"], sort=False)["seq"].transform("size")
-    sib = has_batch & (size > 1)
-    dup = (
-        (df.groupby(["session_id", "batch_id", "norm"], sort=False).cumcount() > 0)
-        & has_batch
-        & df["norm"].notna()
-    )
-    prev_failed = df.groupby(["session_id", "tool_name", "akey"], sort=False)["failed"].shift(1)
-    rep = df["akey"].notna() & prev_failed.notna() & (prev_failed == False)  # noqa: E712
-    key = df["tool_name"] if p["by"] == "tool" else df["session_id"]
-    rows = []
-    for k, idx in key.groupby(key).groups.items():
-        n = len(idx)
-        if n < p["min_calls"]:
-            continue
-        s, d, r = int(sib[idx].sum()), int(dup[idx].sum()), int(rep[idx].sum())
-        rows.append((k, n, s, d, d / s if s else None, r, r / n))
-    rows.sort(key=lambda x: (-(x[3] + x[5]), -x[1], x[0]))
-    return rows[: p["limit"]]
 
 
 def pandas_tools(df: Any, p: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -360,9 +215,6 @@ def pandas_over_time(df: Any, p: dict[str, Any]) -> list[tuple[Any, ...]]:
 
 
 PANDAS: dict[str, Callable[[Any, dict[str, Any]], list[tuple[Any, ...]]]] = {
-    "precursors": pandas_precursors,
-    "vague_intents": pandas_vague,
-    "redundancy": pandas_redundancy,
     "tools": pandas_tools,
     "over_time": pandas_over_time,
 }

@@ -14,12 +14,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tracing.analytics import Filters
-from tracing.analytics._analyses import BUCKETS, generic_vocabulary, get_analysis
+from tracing.analytics._analyses import BUCKETS, get_analysis
 from tracing.analytics._definitions import (
     PHRASE_WORDS,
     args_redacted,
     canonical_args,
+    information,
     intent_hidden,
+    intent_tokens,
     leading_phrase,
     names_tool,
     normalize_intent,
@@ -38,6 +40,7 @@ class _Call:
     agent_id: str | None
     session_id: str
     seq: int
+    turn: int | None
     batch_id: str | None
     tool_name: str
     status: str
@@ -65,6 +68,7 @@ def _calls(anchors: Iterable[Mapping[str, Any]], filters: Filters) -> list[_Call
                 agent_id=a["agent_id"],
                 session_id=a["session_id"],
                 seq=a["seq"],
+                turn=a["turn"],
                 batch_id=a["batch_id"],
                 tool_name=a["tool_name"],
                 status=a["status"],
@@ -92,6 +96,16 @@ def _sessions(calls: list[_Call]) -> dict[str, list[_Call]]:
     return by
 
 
+def _window(scope: list[_Call], call: _Call, k: int, include_siblings: bool) -> list[_Call]:
+    """The k calls of ``scope`` (the calls ``call`` is compared with, in order) before the
+    model step of ``call`` began (before ``call`` itself with ``include_siblings``)."""
+    here = scope.index(call)
+    start = here
+    if not include_siblings and call.batch_id is not None:
+        start = min(i for i, c in enumerate(scope) if c.batch_id == call.batch_id)
+    return scope[max(0, start - k) : start]
+
+
 def precursors(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     k = p["k"]
 
@@ -103,7 +117,7 @@ def precursors(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]
     windows: dict[str, int] = defaultdict(int)
     occurrences: dict[str, int] = defaultdict(int)
     for items in _sessions(calls).values():
-        for i, call in enumerate(items):
+        for call in items:
             item = item_of(call)
             if item is not None and call.keep:
                 occurrences[item] += 1
@@ -112,7 +126,14 @@ def precursors(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]
             settled += 1
             failed = call.status in FAILED_STATUSES
             failures += failed
-            before = {item_of(c) for c in items[max(0, i - k) : i]} - {None}
+            scope = [
+                c
+                for c in items
+                if (p["across_agents"] or c.agent_id == call.agent_id)
+                and (p["across_turns"] or c.turn == call.turn)
+            ]
+            window = _window(scope, call, k, p["include_siblings"])
+            before = {item_of(c) for c in window} - {None}
             for x in before:
                 assert x is not None
                 windows[x] += 1
@@ -130,8 +151,30 @@ def precursors(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]
     return rows[: p["limit"]]
 
 
+_REASONS = (None, "missing", "short", "names_tool", "generic", "reused")
+
+
+def _generic(calls: list[_Call], p: Mapping[str, Any]) -> set[tuple[str, str]]:
+    """(tool, normalized intent) pairs every token of which is common among the tool's
+    distinct intents (over the whole ledger)."""
+    intents: dict[str, set[str]] = defaultdict(set)
+    for c in calls:
+        if c.norm is not None:
+            intents[c.tool_name].add(c.norm)
+    out: set[tuple[str, str]] = set()
+    for tool, norms in intents.items():
+        tokens = {n: set((intent_tokens(n) or n).split(" ")) for n in norms}
+        df: dict[str, int] = defaultdict(int)
+        for toks in tokens.values():
+            for t in toks:
+                df[t] += 1
+        least = max(p["common_min"], p["common_share"] * len(norms))
+        out |= {(tool, n) for n, toks in tokens.items() if all(df[t] >= least for t in toks)}
+    return out
+
+
 def vague_intents(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]]:
-    generic = set(generic_vocabulary(p["generic_words"]))
+    generic = _generic(calls, p)
     arg_sets: dict[tuple[str, str, str], set[str]] = defaultdict(set)
     for c in calls:
         if c.norm is not None:
@@ -140,16 +183,18 @@ def vague_intents(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, .
             if c.args is not None:
                 group.add(c.args)
     per_tool: dict[str, list[int]] = defaultdict(lambda: [0] * 6)
+    per_intent: dict[tuple[str, str | None], list[int]] = defaultdict(list)
     for c in calls:
         if c.hidden or not c.keep:
             continue
+        info = information(c.norm)
         if c.norm is None:
             cat = 1
-        elif c.words < p["min_words"]:
+        elif info < p["min_info"]:
             cat = 2
-        elif c.names_tool:
+        elif c.names_tool and info - information(normalize_intent(c.tool_name)) < p["min_info"]:
             cat = 3
-        elif set(c.norm.split(" ")) <= generic and generic:
+        elif (c.tool_name, c.norm) in generic:
             cat = 4
         elif len(arg_sets[(c.session_id, c.tool_name, c.norm)]) > 1:
             cat = 5
@@ -159,7 +204,17 @@ def vague_intents(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, .
         counts[0] += 1
         if cat:
             counts[cat] += 1
+        per_intent[(c.tool_name, c.norm)].append(cat)
     rows: list[tuple[Any, ...]] = []
+    if p["by"] == "intent":
+        for (tool, norm), cats in per_intent.items():
+            if len(cats) < p["min_calls"]:
+                continue
+            own = [c for c in cats if 1 <= c <= 4]
+            reason = _REASONS[min(own)] if own else ("reused" if 5 in cats else None)
+            rows.append((tool, norm, len(cats), information(norm), reason))
+        rows.sort(key=lambda r: (r[4] is None, r[0], -r[2], r[1] is not None, r[1] or ""))
+        return rows
     for tool, (n, missing, short, named, gen, reused) in per_tool.items():
         if n < p["min_calls"]:
             continue
@@ -170,37 +225,44 @@ def vague_intents(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, .
 
 
 def redundancy(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]]:
-    stats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    stats: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
     for items in _sessions(calls).values():
-        batch_sizes: dict[str, int] = defaultdict(int)
+        groups: dict[tuple[str, str], list[_Call]] = defaultdict(list)
         for c in items:
             if c.batch_id is not None:
-                batch_sizes[c.batch_id] += 1
-        seen_intents: set[tuple[str, str]] = set()
-        last_equivalent: dict[tuple[str, str], _Call] = {}
-        for c in items:
+                groups[(c.batch_id, c.tool_name)].append(c)
+        for i, c in enumerate(items):
             key = c.tool_name if p["by"] == "tool" else c.session_id
             # a call that is filtered out still counts as the earlier call of later ones
-            s = stats[key] if c.keep else [0, 0, 0, 0]
+            s = stats[key] if c.keep else [0, 0, 0, 0, 0]
             s[0] += 1
-            if c.batch_id is not None and batch_sizes[c.batch_id] > 1:
-                s[1] += 1
-            if c.batch_id is not None and c.norm is not None:
-                if (c.batch_id, c.norm) in seen_intents:
-                    s[2] += 1
-                seen_intents.add((c.batch_id, c.norm))
+            group = groups.get((c.batch_id, c.tool_name), []) if c.batch_id is not None else []
+            redundant = [
+                x
+                for j, x in enumerate(group)
+                if x.args is not None and any(y.args == x.args for y in group[:j])
+            ]
+            if len(group) > 1 and group[0] is c:
+                s[1] += 1  # a sibling batch (of this tool), counted at its first call
+                s[2] += bool(redundant)
+            s[3] += any(x is c for x in redundant)
             if c.args is not None:
-                previous = last_equivalent.get((c.tool_name, c.args))
-                if previous is not None and previous.status not in FAILED_STATUSES:
-                    s[3] += 1
-                last_equivalent[(c.tool_name, c.args)] = c
+                earlier = [
+                    x
+                    for x in items[:i]
+                    if x.tool_name == c.tool_name
+                    and x.args == c.args
+                    and (x.batch_id is None or x.batch_id != c.batch_id)
+                ]
+                if earlier and earlier[-1].status not in FAILED_STATUSES:
+                    s[4] += 1
     rows: list[tuple[Any, ...]] = []
-    for key, (n, siblings, dup, repeats) in stats.items():
+    for key, (n, batches, red_batches, red, repeats) in stats.items():
         if n < p["min_calls"]:
             continue
-        rows.append((key, n, siblings, dup, dup / siblings if siblings else None, repeats,
-                     repeats / n))  # fmt: skip
-    rows.sort(key=lambda r: (-(r[3] + r[5]), -r[1], r[0]))
+        rows.append((key, n, batches, red_batches, red_batches / batches if batches else None,
+                     red, repeats, repeats / n))  # fmt: skip
+    rows.sort(key=lambda r: (-(r[5] + r[6]), -r[1], r[0]))
     return rows[: p["limit"]]
 
 

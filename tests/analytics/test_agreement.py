@@ -31,6 +31,9 @@ INTENTS = [
     "ÉCOLE Straße ﬁle",  # NFKC and case folding
     "Deleting the cache folder",
     "  ",
+    "設定ファイルを読んでいます",
+    "ファイルを読んでいます",
+    "读取文件",
 ]
 ARGS: list[Any] = [
     None,
@@ -48,8 +51,24 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("precursors", {"k": 1, "min_support": 0.0, "limit": 10_000}),
     ("precursors", {"k": 3, "min_support": 0.0, "limit": 10_000}),
     ("precursors", {"k": 3, "min_support": 0.2, "by": "phrase", "limit": 10_000}),
+    ("precursors", {"k": 2, "min_support": 0.0, "limit": 10_000, "across_turns": True}),
+    ("precursors", {"k": 2, "min_support": 0.0, "limit": 10_000, "across_agents": True}),
+    ("precursors", {"k": 2, "min_support": 0.0, "limit": 10_000, "include_siblings": True}),
+    (
+        "precursors",
+        {
+            "k": 4,
+            "by": "phrase",
+            "min_support": 0.0,
+            "limit": 10_000,
+            "across_turns": True,
+            "across_agents": True,
+            "include_siblings": True,
+        },
+    ),
     ("vague_intents", {"min_calls": 1}),
-    ("vague_intents", {"min_calls": 1, "min_words": 2, "generic_words": ["reading", "the"]}),
+    ("vague_intents", {"min_calls": 1, "min_info": 14, "common_min": 2, "common_share": 0.2}),
+    ("vague_intents", {"by": "intent", "min_calls": 1}),
     ("redundancy", {"by": "tool"}),
     ("redundancy", {"by": "session", "limit": 10_000}),
     ("tools", {"min_calls": 0}),
@@ -88,6 +107,7 @@ def ledgers(draw: st.DrawFn) -> tuple[list[AnchorWrite], list[int], dict[str, An
             duration_ms=draw(st.integers(0, 5000)),
             hidden=draw(st.booleans()) and draw(st.booleans()),
             agent=draw(st.sampled_from(["main", "main", "sub", None])),
+            turn=draw(st.sampled_from([None, 1, 1, 2])),
         )
         writes.append((i, settled))
         if status != "in_flight" and draw(st.booleans()):
@@ -166,6 +186,7 @@ def test_every_filter_against_the_reference(
             args=ARGS[(i * 3) % len(ARGS)],
             start_ms=i * 240_000,
             agent=["main", "sub", None][(i // 3) % 3],
+            turn=[1, 1, 2, None][(i // 5) % 4],
         )
         for i in range(60)
     ]

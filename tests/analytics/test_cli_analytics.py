@@ -92,7 +92,7 @@ def test_sql_on_the_ledger(url: str) -> None:
 
 
 def test_sql_columnar(url: str) -> None:
-    code, out = _run("sql", "SELECT count(*) FILTER (WHERE dup_sibling OR repeat) AS r, "
+    code, out = _run("sql", "SELECT count(*) FILTER (WHERE redundant_sibling OR repeat) AS r, "
                      "count(*) AS n FROM calls", "--columnar", "--ledger", url, "--format", "csv")  # fmt: skip
     assert code == 0, out
     assert out == "r,n\n0,5\n"
@@ -158,8 +158,8 @@ def test_report_filters_and_dashboard_params(url: str) -> None:
     assert code == 0, out
     panels = json.loads(out)["panels"]
     assert [p["params"]["k"] for p in panels[:2]] == [1, 1]  # every panel that takes k
-    code, out = _run("report", "failures", "--ledger", url, "-p", "min_words=2")
-    assert code == 1 and out == "Error: dashboard failures: no panel takes parameter 'min_words'\n"
+    code, out = _run("report", "failures", "--ledger", url, "-p", "min_info=2")
+    assert code == 1 and out == "Error: dashboard failures: no panel takes parameter 'min_info'\n"
     code, out = _run("report", "tools", "--ledger", url, "--since", "yesterday")
     assert code == 1 and out.startswith("Error: filter 'since': 'yesterday' is not an ISO 8601")
     code, out = _run("report", "tools", "--ledger", url, "--status", "failed")

@@ -60,34 +60,65 @@ def test_vague_intents_known(
     make_ledger: Callable[[str], Ledger],
     make_analytics: Callable[..., Analytics],
 ) -> None:
+    """Planted vague intents and their near-misses in four languages; no English word list."""
     ledger = make_ledger(store_url)
     write_all(
         ledger,
         [
             call("v1", "read_file", None),  # missing
-            call("v2", "read_file", "Read"),  # too short
-            call("v3", "read_file", "Running read_file now"),  # names the tool
-            call("v4", "read_file", "Doing the next step"),  # generic words only
-            call("v5", "read_file", "Reading config file", args={"path": "a.py"}),  # reused
-            call("v6", "read_file", "reading CONFIG file!", args={"path": "b.py"}),  # reused
-            call("v7", "read_file", "Reading the settings module", args={"path": "c.py"}),
-            call("v8", "read_file", "Reading a secret", hidden=True),  # not counted
-            call("v9", "grep", "Looking for uses of the retry policy"),
+            call("v2", "read_file", "Read"),  # short: 4 letters of information
+            call("v3", "read_file", "読む"),  # short: a Han character (3) and a kana (2)
+            # one word to a word counter, 29 letters of information: specific
+            call("v4", "read_file", "設定ファイルを読んでいます"),
+            # every character of it is in another of the tool's intents: generic
+            call("v5", "read_file", "ファイルを読んでいます"),
+            call("v6", "read_file", "Running read_file"),  # names the tool, adds 7 letters
+            call("v7", "read_file", "Reading the file"),  # generic: the others say it too
+            call("v8", "read_file", "Reading the config file"),  # 'config': specific
+            call("v9", "read_file", "Reading the lockfile"),
+            call("v10", "read_file", "Lese die Datei"),  # generic (German)
+            call("v11", "read_file", "Lese die Datei setup.cfg"),
+            # reused in the session for two different arguments
+            call("v12", "read_file", "Reading the router", args={"path": "a.py"}),
+            call("v13", "read_file", "reading the ROUTER", args={"path": "b.py"}),
+            call("v14", "read_file", "Reading a secret", hidden=True),  # not counted
+            call("v15", "grep", "Grepping TODOs"),  # two words, 13 letters: specific
         ],
     )
     engine = make_analytics(store_url)
-    result = engine.run("vague_intents", {"min_calls": 1})
+    params = {"min_calls": 1, "common_min": 2}
+    per_intent = engine.run("vague_intents", {**params, "by": "intent"})
+    assert per_intent.columns == ("tool_name", "intent", "calls", "information", "reason")
+    reasons = {r[1]: r[4] for r in per_intent.rows}
+    assert reasons == {
+        "grepping todos": None,
+        None: "missing",
+        "read": "short",
+        "読む": "short",
+        "設定ファイルを読んでいます": None,
+        "ファイルを読んでいます": "generic",
+        "running read file": "names_tool",
+        "reading the file": "generic",
+        "reading the config file": None,
+        "reading the lockfile": None,
+        "lese die datei": "generic",
+        "lese die datei setup cfg": None,
+        "reading the router": "reused",
+    }
+    info = {r[1]: r[3] for r in per_intent.rows}
+    assert (info["読む"], info["設定ファイルを読んでいます"], info["grepping todos"]) == (5, 29, 13)
+    result = engine.run("vague_intents", params)
     assert result.records() == [
         {
             "tool_name": "read_file",
-            "calls": 7,
+            "calls": 13,
             "missing": 1,
-            "short": 1,
+            "short": 2,
             "names_tool": 1,
-            "generic": 1,
+            "generic": 3,
             "reused": 2,
-            "vague": 6,
-            "vague_share": 6 / 7,
+            "vague": 9,
+            "vague_share": 9 / 13,
         },
         {
             "tool_name": "grep",
@@ -101,10 +132,14 @@ def test_vague_intents_known(
             "vague_share": 0.0,
         },
     ]
-    assert engine.run("vague_intents", {"min_calls": 2}).rows == result.rows[:1]
-    # a stricter length rule moves "Reading config file" (3 words) from reused to short
-    strict = engine.run("vague_intents", {"min_calls": 1, "min_words": 4}).records()[0]
-    assert (strict["short"], strict["reused"]) == (3, 0)
+    # tokens need 3 intents to be common by default: nothing here is generic then
+    # by default a token must be in 3 of the tool's intents to be common: of the generic
+    # ones, only 'reading', 'the' and 'file' are
+    by_default = engine.run("vague_intents", {"min_calls": 1, "by": "intent"}).rows
+    assert [r[1] for r in by_default if r[4] == "generic"] == ["reading the file"]
+    anchors = all_anchors(ledger)
+    assert per_intent.rows == reference("vague_intents", anchors, {**params, "by": "intent"})
+    assert result.rows == reference("vague_intents", anchors, params)
 
 
 def test_redundancy_known(
@@ -112,58 +147,163 @@ def test_redundancy_known(
     make_ledger: Callable[[str], Ledger],
     make_analytics: Callable[..., Analytics],
 ) -> None:
+    """Redundant siblings are one batch's calls of one tool with equivalent arguments; repeats
+    (an earlier batch) are apart; planted patterns and their near-misses."""
     ledger = make_ledger(store_url)
     write_all(
         ledger,
         [
-            # one batch of 3 siblings, two with the same intent
-            call("r1", "read_file", ROUTER, batch="bA", args={"path": "a.py", "n": 1}),
+            # same args in other words (and key order): a redundant sibling; the same intent
+            # on another tool is not
+            call("r1", "read_file", "Reading a.py", batch="bA", args={"path": "a.py", "n": 1}),
             call(
-                "r2", "read_file", "Reading  the callback-router", batch="bA", args={"path": "b.py"}
-            ),
-            call("r3", "grep", "Looking for uses", batch="bA", args={"q": "x"}),
-            # equivalent arguments (other key order, other spacing): a repeat
-            call(
-                "r4",
+                "r2",
                 "read_file",
-                "Reading a.py again",
-                batch="bB",
+                "Opening the a module",
+                batch="bA",
                 args='{ "n" : 1, "path": "a.py" }',
             ),
-            # the same grep after it failed is a retry; after a success it is a repeat
-            call("r5", "grep", "Looking again", batch="bC", args={"q": "y"}, status="error"),
-            call("r6", "grep", "Looking again", batch="bD", args={"q": "y"}),
-            call("r7", "grep", "Looking once more", batch="bE", args={"q": "y"}),
+            call("r3", "grep", "Reading a.py", batch="bA", args={"path": "a.py", "n": 1}),
+            # the same intent for different args in one batch: not redundant
+            call("r4", "read_file", "Reading a.py", batch="bB", args={"path": "b.py"}),
+            call("r5", "read_file", "Reading a.py", batch="bB", args={"path": "c.py"}),
+            call("r6", "edit_file", "Editing a.py", batch="bC", args={"path": "a.py"}),
+            # a re-read after the edit: a repeat (an earlier batch), not a redundant sibling
+            call("r7", "read_file", "Re-reading a.py", batch="bD", args={"path": "a.py", "n": 1}),
+            # the same grep after it failed is a retry, not a repeat
+            call("r8", "grep", "Looking again", batch="bE", args={"q": "y"}, status="error"),
+            call("r9", "grep", "Looking again", batch="bF", args={"q": "y"}),
             # other session: the same args are not a repeat across sessions
             call(
-                "r8", "read_file", ROUTER, session="s2", batch="bF", args={"path": "a.py", "n": 1}
+                "r10",
+                "read_file",
+                "Reading a.py",
+                session="s2",
+                batch="bG",
+                args={"path": "a.py", "n": 1},
             ),
         ],
     )
     engine = make_analytics(store_url)
-    by_tool = engine.run("redundancy", {"by": "tool"}).records()
-    assert by_tool == [
-        {
-            "tool_name": "read_file",
-            "calls": 4,
-            "sibling_calls": 2,
-            "redundant_siblings": 1,
-            "sibling_rate": 0.5,
-            "repeats": 1,
-            "repeat_rate": 0.25,
-        },
-        {
-            "tool_name": "grep",
-            "calls": 4,
-            "sibling_calls": 1,
-            "redundant_siblings": 0,
-            "sibling_rate": 0.0,
-            "repeats": 1,
-            "repeat_rate": 0.25,
-        },
+    by_tool = engine.run("redundancy", {"by": "tool"})
+    assert by_tool.columns == (
+        "tool_name", "calls", "sibling_batches", "redundant_batches", "redundant_batch_rate",
+        "redundant_siblings", "repeats", "repeat_rate",
+    )  # fmt: skip
+    assert by_tool.rows == [
+        ("read_file", 6, 2, 1, 0.5, 1, 1, 1 / 6),
+        ("grep", 3, 0, 0, None, 0, 0, 0.0),
+        ("edit_file", 1, 0, 0, None, 0, 0, 0.0),
     ]
     by_session = engine.run("redundancy", {"by": "session"}).rows
-    assert [r[:6] for r in by_session] == [("s1", 7, 3, 1, 1 / 3, 2), ("s2", 1, 0, 0, None, 0)]
+    assert by_session == [
+        ("s1", 9, 2, 1, 0.5, 1, 1, 1 / 9),
+        ("s2", 1, 0, 0, None, 0, 0, 0.0),
+    ]
+    anchors = all_anchors(ledger)
+    assert by_tool.rows == reference("redundancy", anchors, {"by": "tool"})
+    # a redundant or repeated call (they all start at the same time here)
+    assert engine.examples(by_tool)[0] in {("s1", "r2"), ("s1", "r7")}
+
+
+def _precedes_story() -> list:
+    """Turn 1 of the main agent: a lockfile edit, then a step of two calls (the changelog read,
+    then the failing test run); a subagent searches in between; turn 2 starts with a failure."""
+    return [
+        call("m1", "edit_file", LOCK, agent="main", turn=1, batch="b1", start_ms=0),
+        call(
+            "x1",
+            "web_search",
+            "Searching the web for docs",
+            agent="sub",
+            turn=1,
+            batch="x",
+            start_ms=1,
+        ),
+        call(
+            "m3", "read_file", "Reading the changelog", agent="main", turn=1, batch="b2", start_ms=2
+        ),
+        call(
+            "m2",
+            "run_tests",
+            "Running the tests",
+            status="error",
+            agent="main",
+            turn=1,
+            batch="b2",
+            start_ms=3,
+        ),
+        call(
+            "n1",
+            "run_tests",
+            "Running the tests",
+            status="error",
+            agent="main",
+            turn=2,
+            batch="b3",
+            start_ms=4,
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("options", "items"),
+    [
+        # the same agent and turn, before the failing call's step: the lockfile edit only
+        ({}, {LOCK.lower(): 1}),
+        # its sibling, read just before it in the same step, when asked for
+        ({"include_siblings": True}, {"reading the changelog": 1}),
+        # the subagent's search, between the two steps, across agents
+        ({"across_agents": True}, {"searching the web for docs": 1}),
+        # turn 2's first failure has a window only across turns: turn 1's failing call
+        (
+            {"across_turns": True},
+            {LOCK.lower(): 1, "running the tests": 1},
+        ),
+    ],
+)
+def test_precedes_scope(
+    options: dict,
+    items: dict,
+    store_url: str,
+    make_ledger: Callable[[str], Ledger],
+    make_analytics: Callable[..., Analytics],
+) -> None:
+    ledger = make_ledger(store_url)
+    write_all(ledger, _precedes_story())
+    engine = make_analytics(store_url)
+    params = {"k": 1, "min_support": 0.0, **options}
+    result = engine.run("precursors", params)
+    assert {r[0]: r[1] for r in result.rows} == items
+    assert result.rows == reference("precursors", all_anchors(ledger), params)
+
+
+def test_precedes_k_counts_calls_before_the_step(
+    store_url: str,
+    make_ledger: Callable[[str], Ledger],
+    make_analytics: Callable[..., Analytics],
+) -> None:
+    """k = 2 reaches two calls before the failing step (never into the step itself), and an
+    intent twice in one window counts once."""
+    ledger = make_ledger(store_url)
+    write_all(
+        ledger,
+        [
+            call("a", "read_file", ROUTER, batch="b1", start_ms=0),
+            call("b", "read_file", ROUTER, batch="b2", start_ms=1),
+            call("c", "grep", OAUTH, batch="b3", start_ms=2),
+            call("d", "edit_file", LOCK, batch="b4", start_ms=3),
+            call("e", "shell", "Running a build", status="error", batch="b4", start_ms=4),
+        ],
+    )
+    engine = make_analytics(store_url)
+    result = engine.run("precursors", {"k": 2, "min_support": 0.0})
+    assert {r[0]: r[1] for r in result.rows} == {ROUTER.lower(): 1, OAUTH.lower(): 1}
+    # the windows of the settled calls: c {router}, d {router, oauth}, e {router, oauth};
+    # b {router}: router is in 4 windows (once each)
+    assert {r[0]: r[4] for r in result.rows} == {ROUTER.lower(): 4, OAUTH.lower(): 2}
+    wide = engine.run("precursors", {"k": 2, "min_support": 0.0, "include_siblings": True})
+    assert {r[0]: r[1] for r in wide.rows} == {OAUTH.lower(): 1, LOCK.lower(): 1}
 
 
 def test_tools_and_over_time_known(

@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from tracing.analytics._definitions import normalize_intent
 from tracing.analytics._structure import MAX_WINDOW
 from tracing.status import Status
 
@@ -33,23 +32,13 @@ apart (``abandoned`` columns), so a reaped background call does not pass for a f
 SETTLED_SQL: Final = _sql_list(SETTLED)
 FAILED_SQL: Final = _sql_list(FAILED)
 
-DEFAULT_GENERIC_WORDS: Final[tuple[str, ...]] = (
-    "a", "again", "all", "am", "an", "and", "call", "calling", "check", "checking", "continue",
-    "continuing", "data", "do", "doing", "done", "function", "get", "getting", "go", "handle",
-    "handling", "i", "info", "information", "is", "it", "let", "lets", "me", "more", "next",
-    "now", "on", "please", "process", "processing", "request", "run", "running", "some",
-    "something", "step", "stuff", "task", "that", "the", "thing", "things", "this", "to", "tool",
-    "try", "trying", "use", "using", "will", "work", "working",
-)  # fmt: skip
-"""Words of a generic intent: one made only of these says nothing (``Doing the next step``)."""
-
 
 @dataclass(frozen=True)
 class Param:
     """One parameter of an analysis."""
 
     kind: str
-    """``int``, ``float``, ``choice`` or ``words`` (a list of strings)."""
+    """``int``, ``float``, ``bool``, ``choice`` or ``words`` (a list of strings)."""
     default: Any
     doc: str
     minimum: float | None = None
@@ -63,6 +52,8 @@ class Param:
             schema = {"type": "integer"}
         elif self.kind == "float":
             schema = {"type": "number"}
+        elif self.kind == "bool":
+            schema = {"type": "boolean"}
         elif self.kind == "choice":
             schema = {"type": "string", "enum": list(self.choices)}
         else:
@@ -84,6 +75,9 @@ class Param:
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise AnalyticsError(f"{where} must be a number, not {value!r}")
             value = float(value)
+        elif self.kind == "bool":
+            if not isinstance(value, bool):
+                raise AnalyticsError(f"{where} must be true or false, not {value!r}")
         elif self.kind == "choice":
             if value not in self.choices:
                 raise AnalyticsError(f"{where} must be one of {', '.join(self.choices)}")
@@ -133,16 +127,6 @@ class Analysis:
         return out
 
 
-def generic_vocabulary(words: tuple[str, ...]) -> list[str]:
-    """The generic-word parameter normalized like intents (sorted, unique)."""
-    out: set[str] = set()
-    for word in words:
-        norm = normalize_intent(word)
-        if norm:
-            out.update(norm.split(" "))
-    return sorted(out)
-
-
 # --- 1. failure precursors -------------------------------------------------------------------
 _PRECURSOR_COLUMNS: Final = ("item", "count", "support", "lift", "windows", "occurrences")
 
@@ -150,48 +134,60 @@ _PRECURSOR_COLUMNS: Final = ("item", "count", "support", "lift", "windows", "occ
 def _precursors_sql(p: Mapping[str, Any], where: str) -> Query:
     item, gap = ("phrase", "gap_phrase") if p["by"] == "phrase" else ("norm_intent", "gap_intent")
     binds = {"k": p["k"], "min_support": p["min_support"], "limit": p["limit"]}
-    tail = """
-SELECT g.item, count, count / fl AS support, (count * n) / (fl * windows) AS lift,
-       windows, occurrences
-FROM g, t
-WHERE count > 0 AND count / fl >= $min_support
-ORDER BY lift DESC, count DESC, g.item
-LIMIT $limit"""
-    if where == "TRUE":
-        # every settled call owns a window: the precomputed masks answer without a join
-        sql = f"""
-WITH t AS (
-  SELECT count(*) FILTER (status IN {SETTLED_SQL}) AS n,
-         count(*) FILTER (status IN {FAILED_SQL}) AS fl
-  FROM calls),
-y AS (
-  SELECT {item} AS item, owner_mask, fail_mask,
-         (1::BIGINT << (CASE WHEN {gap} > 0 AND {gap} < $k THEN {gap} ELSE $k END)) - 1 AS m
-  FROM calls WHERE {item} IS NOT NULL),
-g AS (
-  SELECT item, sum(bit_count(fail_mask & m))::BIGINT AS count,
-         sum(bit_count(owner_mask & m))::BIGINT AS windows, count(*)::BIGINT AS occurrences
-  FROM y GROUP BY item){tail}"""
-        return sql, binds
-    # only the filtered settled calls own windows; a window's calls are the k positions
-    # before its owner in the whole session (an equi-join per distance, not a range join)
-    sql = f"""
-WITH s AS (
-  SELECT session_id, rn, status IN {FAILED_SQL} AS failed
-  FROM calls WHERE status IN {SETTLED_SQL} AND {where}),
-t AS (SELECT count(*) AS n, count(*) FILTER (failed) AS fl FROM s),
-w AS (
-  SELECT DISTINCT s.session_id, s.rn, s.failed, c.{item} AS item
-  FROM s CROSS JOIN range(1, $k + 1) AS d(d)
-  JOIN calls c ON c.session_id = s.session_id AND c.rn = s.rn - d.d
-  WHERE c.{item} IS NOT NULL),
+    tail = f"""
 o AS (
   SELECT {item} AS item, count(*)::BIGINT AS occurrences
   FROM calls WHERE {item} IS NOT NULL AND {where} GROUP BY 1),
 g AS (
   SELECT w.item, count(*) FILTER (failed)::BIGINT AS count, count(*)::BIGINT AS windows,
          coalesce(any_value(o.occurrences), 0)::BIGINT AS occurrences
-  FROM w LEFT JOIN o ON o.item = w.item GROUP BY w.item){tail}"""
+  FROM w LEFT JOIN o ON o.item = w.item GROUP BY w.item)
+SELECT g.item, count, count / fl AS support, (count * n) / (fl * windows) AS lift,
+       windows, occurrences
+FROM g, t
+WHERE count > 0 AND count / fl >= $min_support
+ORDER BY lift DESC, count DESC, g.item
+LIMIT $limit"""
+    if not (p["across_turns"] or p["across_agents"] or p["include_siblings"]):
+        # the default scope is precomputed: a window is the k scope positions before the
+        # owner's step began; an item is credited to its last occurrence in a window
+        sql = f"""
+WITH s AS (
+  SELECT scope_key, step_rn, status IN {FAILED_SQL} AS failed
+  FROM calls WHERE status IN {SETTLED_SQL} AND {where}),
+t AS (SELECT count(*) AS n, count(*) FILTER (failed) AS fl FROM s),
+w AS (
+  SELECT c.{item} AS item, s.failed
+  FROM s CROSS JOIN range(1, $k + 1) AS d(d)
+  JOIN calls c ON c.scope_key = s.scope_key AND c.scope_rn = s.step_rn - d.d
+  WHERE c.{item} IS NOT NULL AND (c.{gap} < 0 OR c.scope_rn + c.{gap} >= s.step_rn)),{tail}"""
+        return sql, binds
+    # a widened scope: positions computed here (window functions), each window deduplicated
+    part = ", ".join(
+        ["session_id"]
+        + ([] if p["across_agents"] else ["agent_id"])
+        + ([] if p["across_turns"] else ["turn"])
+    )
+    step = (
+        "sp"
+        if p["include_siblings"]
+        else "CASE WHEN batch_id IS NULL THEN sp "
+        f"ELSE min(sp) OVER (PARTITION BY {part}, batch_id) END"
+    )
+    sql = f"""
+WITH b AS (
+  SELECT *, hash({part}) AS pk, row_number() OVER (PARTITION BY {part} ORDER BY rn) AS sp
+  FROM calls),
+e AS (SELECT *, {step} AS se FROM b),
+s AS (
+  SELECT pk, sp, se, status IN {FAILED_SQL} AS failed
+  FROM e WHERE status IN {SETTLED_SQL} AND {where}),
+t AS (SELECT count(*) AS n, count(*) FILTER (failed) AS fl FROM s),
+w AS (
+  SELECT DISTINCT s.pk, s.sp, s.failed, c.{item} AS item
+  FROM s CROSS JOIN range(1, $k + 1) AS d(d)
+  JOIN e c ON c.pk = s.pk AND c.sp = s.se - d.d
+  WHERE c.{item} IS NOT NULL),{tail}"""
     return sql, binds
 
 
@@ -199,12 +195,13 @@ PRECURSORS = Analysis(
     name="precursors",
     title="Failure precursors",
     description=(
-        "Normalized intents (or their leading phrase) found among the k calls before failed "
-        "(error or cancelled) calls, ranked by lift: how much more often they precede a "
-        "failure than they precede any settled call."
+        "Normalized intents (or their leading phrase) among the calls the model made before "
+        "deciding failed (error or cancelled) calls — the k calls of the same agent and turn "
+        "before the failing call's model step, its siblings left out — ranked by lift: how "
+        "much more often they precede a failure than they precede any settled call."
     ),
     params={
-        "k": Param("int", 3, "calls before each failure that form its window", 1, MAX_WINDOW),
+        "k": Param("int", 3, "calls before the model step that form a window", 1, MAX_WINDOW),
         "by": Param(
             "choice", "intent", "rank intents or their leading phrase", choices=("intent", "phrase")
         ),
@@ -212,6 +209,13 @@ PRECURSORS = Analysis(
             "float", 0.01, "least share of failure windows an item must appear in", 0.0, 1.0
         ),
         "limit": Param("int", 25, "rows to return", 1, 10_000),
+        "across_turns": Param("bool", False, "windows reach into earlier turns of the session"),
+        "across_agents": Param(
+            "bool", False, "windows hold the calls of every agent of the session"
+        ),
+        "include_siblings": Param(
+            "bool", False, "windows hold the earlier calls of the failing call's own model step"
+        ),
     },
     columns=lambda p: _PRECURSOR_COLUMNS,
     sql=_precursors_sql,
@@ -223,22 +227,57 @@ _VAGUE_COLUMNS: Final = (
     "tool_name", "calls", "missing", "short", "names_tool", "generic", "reused", "vague",
     "vague_share",
 )  # fmt: skip
+_VAGUE_INTENT_COLUMNS: Final = ("tool_name", "intent", "calls", "information", "reason")
+DEFAULT_MIN_INFO: Final = 10
+"""An intent carrying less information (Latin-letter equivalents, ``information``) is short."""
+_REASONS: Final = ("missing", "short", "names_tool", "generic", "reused")
 
 
 def _vague_sql(p: Mapping[str, Any], where: str) -> Query:
-    sql = f"""
-WITH distinct_intents AS (
-  SELECT first(norm_intent) AS n FROM calls WHERE norm_intent IS NOT NULL GROUP BY norm_intent),
-generic AS (SELECT n FROM distinct_intents WHERE list_has_all($generic, string_split(n, ' '))),
+    # an intent is generic when every token of it is common among its tool's distinct intents
+    # (the whole ledger: what a call is compared with is never filtered)
+    common = f"""
+WITH di AS (
+  SELECT tool_name AS g_tool, norm_intent AS g_n, any_value(coalesce(tokens, norm_intent)) AS toks
+  FROM calls WHERE norm_intent IS NOT NULL GROUP BY tool_name, norm_intent),
+per_tool AS (SELECT g_tool, count(*) AS intents FROM di GROUP BY g_tool),
+tok AS (
+  SELECT DISTINCT g_tool, g_n, t
+  FROM (SELECT g_tool, g_n, unnest(string_split(toks, ' ')) AS t FROM di)),
+common AS (
+  SELECT tok.g_tool, t FROM tok JOIN per_tool USING (g_tool)
+  GROUP BY tok.g_tool, t, intents
+  HAVING count(*) >= greatest($common_min, $common_share * intents)),
+generic AS (
+  SELECT tok.g_tool, tok.g_n FROM tok LEFT JOIN common c ON c.g_tool = tok.g_tool AND c.t = tok.t
+  GROUP BY tok.g_tool, tok.g_n HAVING count(c.t) = count(*)),
 c AS (
-  SELECT tool_name,
+  SELECT tool_name, norm_intent, intent_info,
          CASE WHEN norm_intent IS NULL THEN 1
-              WHEN intent_words < $min_words THEN 2
-              WHEN names_tool THEN 3
-              WHEN norm_intent IN (SELECT n FROM generic) THEN 4
+              WHEN intent_info < $min_info THEN 2
+              WHEN names_tool AND intent_info - tool_info < $min_info THEN 3
+              WHEN g_n IS NOT NULL THEN 4
               WHEN reused THEN 5
               ELSE 0 END AS cat
-  FROM calls WHERE NOT hidden AND {where})
+  FROM calls LEFT JOIN generic ON g_tool = tool_name AND g_n = norm_intent
+  WHERE NOT hidden AND {where})"""
+    binds: dict[str, Any] = {
+        "min_info": p["min_info"],
+        "common_share": p["common_share"],
+        "common_min": p["common_min"],
+        "min_calls": p["min_calls"],
+    }
+    if p["by"] == "intent":
+        reasons = ", ".join(f"'{r}'" for r in _REASONS)
+        sql = f"""{common}
+SELECT tool_name, norm_intent, count(*) AS calls, any_value(intent_info) AS information,
+       CASE WHEN min(cat) FILTER (cat BETWEEN 1 AND 4) IS NOT NULL
+            THEN [{reasons}][min(cat) FILTER (cat BETWEEN 1 AND 4)]
+            WHEN bool_or(cat = 5) THEN 'reused' END AS reason
+FROM c GROUP BY tool_name, norm_intent HAVING count(*) >= $min_calls
+ORDER BY reason IS NULL, tool_name, calls DESC, norm_intent NULLS FIRST"""
+        return sql, binds
+    sql = f"""{common}
 SELECT tool_name, count(*) AS calls,
        count(*) FILTER (cat = 1) AS missing, count(*) FILTER (cat = 2) AS short,
        count(*) FILTER (cat = 3) AS names_tool, count(*) FILTER (cat = 4) AS generic,
@@ -246,35 +285,41 @@ SELECT tool_name, count(*) AS calls,
        count(*) FILTER (cat > 0) / count(*) AS vague_share
 FROM c GROUP BY tool_name HAVING count(*) >= $min_calls
 ORDER BY vague_share DESC, calls DESC, tool_name"""
-    return sql, {
-        "min_words": p["min_words"],
-        # an empty vocabulary matches nothing ('' is never a word of a normalized intent)
-        "generic": generic_vocabulary(p["generic_words"]) or [""],
-        "min_calls": p["min_calls"],
-    }
+    return sql, binds
 
 
 VAGUE = Analysis(
     name="vague_intents",
     title="Vague intents per tool",
     description=(
-        "Share of each tool's calls whose intent is missing, too short, names the tool itself, "
-        "is made only of generic words, or was reused in the session for different arguments "
-        "(the first that applies); tools ranked by that share."
+        "Share of each tool's calls whose intent is missing, carries too little information "
+        "(weighted per script), adds too little beyond the tool's name, is made only of what "
+        "the tool's other intents say too, or was reused in the session for different "
+        "arguments (the first that applies); tools ranked by that share. by = intent: each "
+        "intent with its reason."
     ),
     params={
-        "min_words": Param("int", 3, "an intent with fewer words is too short", 1, 100),
-        "generic_words": Param("words", DEFAULT_GENERIC_WORDS, "words of a generic intent"),
-        "min_calls": Param("int", 20, "tools with fewer calls are left out", 1, None),
+        "by": Param(
+            "choice", "tool", "a row per tool, or per intent of a tool", choices=("tool", "intent")
+        ),
+        "min_info": Param(
+            "int", DEFAULT_MIN_INFO, "an intent with less information (letters) is short", 1, 1000
+        ),
+        "common_share": Param(
+            "float", 0.03, "a token in this share of a tool's intents is common", 0.0, 1.0
+        ),
+        "common_min": Param("int", 3, "... and in at least this many of them", 1, None),
+        "min_calls": Param("int", 20, "rows with fewer calls are left out", 1, None),
     },
-    columns=lambda p: _VAGUE_COLUMNS,
+    columns=lambda p: _VAGUE_INTENT_COLUMNS if p["by"] == "intent" else _VAGUE_COLUMNS,
     sql=_vague_sql,
 )
 
 
 # --- 3. redundant siblings and repeated calls --------------------------------------------------
 _REDUNDANCY_TAIL: Final = (
-    "calls", "sibling_calls", "redundant_siblings", "sibling_rate", "repeats", "repeat_rate",
+    "calls", "sibling_batches", "redundant_batches", "redundant_batch_rate",
+    "redundant_siblings", "repeats", "repeat_rate",
 )  # fmt: skip
 
 
@@ -286,10 +331,12 @@ def _redundancy_sql(p: Mapping[str, Any], where: str) -> Query:
     key = "tool_name" if p["by"] == "tool" else "session_id"
     sql = f"""
 SELECT {key}, count(*) AS calls,
-       count(*) FILTER (sibling) AS sibling_calls,
-       count(*) FILTER (dup_sibling) AS redundant_siblings,
-       CASE WHEN count(*) FILTER (sibling) > 0
-            THEN count(*) FILTER (dup_sibling) / count(*) FILTER (sibling) END AS sibling_rate,
+       count(*) FILTER (batch_head) AS sibling_batches,
+       count(*) FILTER (batch_redundant) AS redundant_batches,
+       CASE WHEN count(*) FILTER (batch_head) > 0
+            THEN count(*) FILTER (batch_redundant) / count(*) FILTER (batch_head)
+       END AS redundant_batch_rate,
+       count(*) FILTER (redundant_sibling) AS redundant_siblings,
        count(*) FILTER (repeat) AS repeats,
        count(*) FILTER (repeat) / count(*) AS repeat_rate
 FROM calls WHERE {where} GROUP BY {key} HAVING count(*) >= $min_calls
@@ -302,9 +349,10 @@ REDUNDANCY = Analysis(
     name="redundancy",
     title="Redundant siblings and repeated calls",
     description=(
-        "Sibling calls of one batch with the same normalized intent (all but the first), and "
-        "calls repeating an earlier call of the session with the same tool and equivalent "
-        "arguments that are not retries after a failure; per tool or per session."
+        "Per model step (batch) and tool: sibling calls with equivalent arguments (all but the "
+        "first are redundant), counted per batch and per call; apart, repeats: calls with the "
+        "same tool and equivalent arguments as a call of an earlier step of the session that "
+        "did not fail. Per tool or per session."
     ),
     params={
         "by": Param("choice", "tool", "group per tool or per session", choices=("tool", "session")),
@@ -314,7 +362,6 @@ REDUNDANCY = Analysis(
     columns=_redundancy_columns,
     sql=_redundancy_sql,
 )
-
 
 # --- 4. per tool -----------------------------------------------------------------------------
 _TOOL_COLUMNS: Final = (

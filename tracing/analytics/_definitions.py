@@ -83,3 +83,74 @@ def names_tool(normalized: str | None, tool_name: str) -> bool:
 
 PHRASE_WORDS: Final = 2
 """Words in an intent's leading phrase (``"Searching for OAuth handling"`` -> ``searching for``)."""
+
+
+# --- information an intent carries, across scripts ----------------------------------------------
+# Scripts written without spaces between words: every character is a token of its own (a word
+# boundary cannot be told without a dictionary; single characters are what a tool's other
+# intents can be compared on). Weights: a character's information relative to a Latin letter
+# (a Han character is about a word, a kana or a Hangul syllable about a syllable).
+_PER_CHAR: Final[tuple[tuple[int, int, int], ...]] = (
+    (0x0E00, 0x0EFF, 1),  # Thai, Lao
+    (0x1000, 0x109F, 1),  # Myanmar
+    (0x1780, 0x17FF, 1),  # Khmer
+    (0x3040, 0x30FF, 2),  # Hiragana, Katakana
+    (0x3400, 0x4DBF, 3),  # Han, extension A
+    (0x4E00, 0x9FFF, 3),  # Han
+    (0xF900, 0xFAFF, 3),  # Han compatibility
+    (0x20000, 0x3FFFF, 3),  # Han, extensions B and later
+)
+_HANGUL: Final = (0xAC00, 0xD7AF)
+HANGUL_WEIGHT: Final = 2
+
+
+def _per_char_weight(ch: str) -> int:
+    """The weight of a character of a script written without spaces (0: not one)."""
+    code = ord(ch)
+    if code < 0x0E00:
+        return 0
+    for low, high, weight in _PER_CHAR:
+        if low <= code <= high:
+            return weight
+    return 0
+
+
+def intent_tokens(normalized: str | None) -> str | None:
+    """The tokens of a normalized intent, space-separated: its words, and every character of a
+    script written without spaces on its own (``"todoを検索"`` -> ``"todo を 検 索"``); None when
+    they are the words of the normalized intent themselves (the common case, stored as NULL)."""
+    if not normalized:
+        return None
+    out: list[str] = []
+    split = False
+    for word in normalized.split(" "):
+        run: list[str] = []
+        for ch in word:
+            if _per_char_weight(ch):
+                if run:
+                    out.append("".join(run))
+                    run = []
+                out.append(ch)
+                split = True
+            else:
+                run.append(ch)
+        if run:
+            out.append("".join(run))
+    return " ".join(out) if split else None
+
+
+def information(normalized: str | None) -> int:
+    """The information of a normalized intent in Latin-letter equivalents: every letter, digit
+    run (``#``) or other character 1, a kana 2, a Hangul syllable 2, a Han character 3; spaces
+    0 (``"reading"`` 7, ``"検索中"`` 9, ``"ファイル"`` 8)."""
+    if not normalized:
+        return 0
+    total = 0
+    for ch in normalized:
+        if ch == " ":
+            continue
+        weight = _per_char_weight(ch)
+        if not weight:
+            weight = HANGUL_WEIGHT if _HANGUL[0] <= ord(ch) <= _HANGUL[1] else 1
+        total += weight
+    return total

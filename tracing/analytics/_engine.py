@@ -33,8 +33,8 @@ import pyarrow.compute as pc
 
 from tracing.analytics._analyses import (
     BUCKETS,
+    DEFAULT_MIN_INFO,
     FAILED_SQL,
-    SETTLED_SQL,
     AnalyticsError,
     get_analysis,
 )
@@ -43,7 +43,9 @@ from tracing.analytics._definitions import (
     PHRASE_WORDS,
     args_redacted,
     canonical_args,
+    information,
     intent_hidden,
+    intent_tokens,
     leading_phrase,
     normalize_intent,
     word_count,
@@ -56,7 +58,7 @@ from tracing.ledger._files import FILE_MODE, create_private
 
 logger = logging.getLogger("tracing.analytics")
 
-DERIVE_VERSION: Final = "5"
+DERIVE_VERSION: Final = "6"
 """Bumped whenever a definition changes: a snapshot of another version is rebuilt."""
 _SNAPSHOT_VERSION: Final = f"{DERIVE_VERSION}/duckdb-{duckdb.__version__}"
 """What a snapshot must match: ``args_key`` is DuckDB's ``hash()``, which may change between
@@ -82,18 +84,24 @@ BASE_COLUMNS: Final[tuple[tuple[str, str], ...]] = (
     ("phrase", "VARCHAR"),
     ("intent_words", "INTEGER"),
     ("intent_chars", "INTEGER"),
+    ("intent_info", "INTEGER"),
+    ("tokens", "VARCHAR"),
+    ("tool_info", "INTEGER"),
     ("hidden", "BOOLEAN"),
     ("names_tool", "BOOLEAN"),
     ("args_key", "UBIGINT"),
 )
 STRUCTURE_COLUMNS: Final[tuple[tuple[str, str], ...]] = (
+    ("scope_key", "UBIGINT"),
     ("rn", "BIGINT"),
-    ("owner_mask", "BIGINT"),
-    ("fail_mask", "BIGINT"),
+    ("scope_rn", "BIGINT"),
+    ("step_rn", "BIGINT"),
     ("gap_intent", "BIGINT"),
     ("gap_phrase", "BIGINT"),
     ("sibling", "BOOLEAN"),
-    ("dup_sibling", "BOOLEAN"),
+    ("redundant_sibling", "BOOLEAN"),
+    ("batch_head", "BOOLEAN"),
+    ("batch_redundant", "BOOLEAN"),
     ("repeat", "BOOLEAN"),
     ("reused", "BOOLEAN"),
 )
@@ -196,9 +204,23 @@ class Result:
         return pandas.DataFrame.from_records(self.rows, columns=list(self.columns))
 
 
-def _intent_columns(intent: str | None) -> tuple[str | None, str | None, int, int]:
+def _intent_columns(
+    intent: str | None,
+) -> tuple[str | None, str | None, int, int, int, str | None]:
     norm = normalize_intent(intent)
-    return norm, leading_phrase(norm, PHRASE_WORDS), word_count(norm), len(intent or "")
+    return (
+        norm,
+        leading_phrase(norm, PHRASE_WORDS),
+        word_count(norm),
+        len(intent or ""),
+        information(norm),
+        intent_tokens(norm),
+    )
+
+
+def _tool_columns(tool: str | None) -> tuple[str | None, int]:
+    norm = normalize_intent(tool)
+    return norm, information(norm)
 
 
 def _redaction_columns(redaction: str | None) -> tuple[bool, bool]:
@@ -217,9 +239,9 @@ class _Deriver:
     carry what one table learned to the next tables of the same read."""
 
     def __init__(self) -> None:
-        self._intents: dict[str | None, tuple[str | None, str | None, int, int]] = {}
+        self._intents: dict[str | None, tuple[Any, ...]] = {}
         self._redactions: dict[str | None, tuple[bool, bool]] = {}
-        self._tools: dict[str | None, str | None] = {}
+        self._tools: dict[str | None, tuple[str | None, int]] = {}
         self._args: dict[str | None, str | None] = {}
         """Raw args -> canonical: str values, not tuples (the garbage collector would walk
         hundreds of thousands of tuples) and not orjson's bytes (see ``canonical_args``)."""
@@ -252,17 +274,19 @@ class _Deriver:
         def column(name: str) -> Any:
             return raw.column(name).combine_chunks()
 
-        norm, phrase, words, chars = self._per_distinct(
+        norm, phrase, words, chars, info, tokens = self._per_distinct(
             column("intent"),
             self._intents,
             _intent_columns,
-            (pa.string(), pa.string(), pa.int32(), pa.int32()),
+            (pa.string(), pa.string(), pa.int32(), pa.int32(), pa.int32(), pa.string()),
         )
         hidden, redacted = self._per_distinct(
             column("redaction"), self._redactions, _redaction_columns, (pa.bool_(), pa.bool_())
         )
         tools = column("tool_name")
-        (tool_norm,) = self._per_distinct(tools, self._tools, normalize_intent, (pa.string(),))
+        tool_norm, tool_info = self._per_distinct(
+            tools, self._tools, _tool_columns, (pa.string(), pa.int32())
+        )
         # the args of a call whose args the policy replaced are not compared (null)
         args = pc.if_else(redacted, pa.scalar(None, pa.string()), column("args"))
         (args_canon,) = self._per_distinct(args, self._args, canonical_args, (pa.string(),))
@@ -287,6 +311,9 @@ class _Deriver:
                 "phrase": phrase,
                 "intent_words": words,
                 "intent_chars": chars,
+                "intent_info": info,
+                "tokens": tokens,
+                "tool_info": tool_info,
                 "hidden": hidden,
                 "tool_norm": tool_norm,
                 "args_canon": args_canon,
@@ -604,10 +631,11 @@ class Analytics:
         try:
             ordered = db.sql(
                 "SELECT _row, hash(session_id) AS h_session, hash(batch_id) AS h_batch, "
+                "hash(agent_id, turn) AS h_scope, hash(session_id, agent_id, turn) AS scope_key, "
                 "hash(norm_intent) AS h_intent, hash(phrase) AS h_phrase, "
                 "hash(tool_name) AS h_tool, coalesce(args_key, 0) AS h_args, "
                 "batch_id IS NOT NULL AS has_batch, norm_intent IS NOT NULL AS has_intent, "
-                f"args_key IS NOT NULL AS has_args, status IN {SETTLED_SQL} AS is_owner, "
+                "args_key IS NOT NULL AS has_args, "
                 f"status IN {FAILED_SQL} AS is_failed "
                 # sessions in any order (only the order inside one matters), by their hash as
                 # compute() groups them: cheaper than sorting the id strings
@@ -622,6 +650,7 @@ class Analytics:
         s = compute(
             SessionRows(
                 session=values("h_session", np.uint64),
+                scope=values("h_scope", np.uint64),
                 batch=values("h_batch", np.uint64),
                 has_batch=values("has_batch", np.bool_),
                 intent=values("h_intent", np.uint64),
@@ -630,20 +659,22 @@ class Analytics:
                 tool=values("h_tool", np.uint64),
                 args=values("h_args", np.uint64),
                 has_args=values("has_args", np.bool_),
-                owner=values("is_owner", np.bool_),
                 failed=values("is_failed", np.bool_),
             )
         )
         rows = values("_row", np.int64)
         out = work
         for name, computed in (
+            ("scope_key", values("scope_key", np.uint64)),
             ("rn", s.rn),
-            ("owner_mask", s.owner_mask),
-            ("fail_mask", s.fail_mask),
+            ("scope_rn", s.scope_rn),
+            ("step_rn", s.step_rn),
             ("gap_intent", s.gap_intent),
             ("gap_phrase", s.gap_phrase),
             ("sibling", s.sibling),
-            ("dup_sibling", s.dup_sibling),
+            ("redundant_sibling", s.redundant_sibling),
+            ("batch_head", s.batch_head),
+            ("batch_redundant", s.batch_redundant),
             ("repeat", s.repeat),
             ("reused", s.reused),
         ):
@@ -907,6 +938,11 @@ def _drill_keys(result: Result) -> list[tuple[str, list[Any]]] | None:
         return [("phrase" if p["by"] == "phrase" else "norm_intent", _column(result, "item"))]
     if result.name == "redundancy" and p["by"] == "session":
         return None
+    if result.name == "vague_intents" and p["by"] == "intent":
+        return [
+            ("tool_name", _column(result, "tool_name")),
+            ("norm_intent", _column(result, "intent")),
+        ]
     keys: list[tuple[str, list[Any]]] = []
     if "bucket" in result.columns:
         keys.append(("start_ns", _bucket_ns(_column(result, "bucket"))))
@@ -919,8 +955,8 @@ def _drill_keys(result: Result) -> list[tuple[str, list[Any]]] | None:
 _FAILED_FIRST: Final = f"c.status IN {FAILED_SQL}"
 _DRILL: Final[dict[str, tuple[Any, str]]] = {
     "precursors": (_drill_keys, "TRUE"),
-    "vague_intents": (_drill_keys, "c.norm_intent IS NULL OR c.intent_words < 3"),
-    "redundancy": (_drill_keys, "c.dup_sibling OR c.repeat"),
+    "vague_intents": (_drill_keys, f"c.norm_intent IS NULL OR c.intent_info < {DEFAULT_MIN_INFO}"),
+    "redundancy": (_drill_keys, "c.redundant_sibling OR c.repeat"),
     "tools": (_drill_keys, _FAILED_FIRST),
     "over_time": (_drill_keys, "c.norm_intent IS NULL"),
     "failure_rate": (_drill_keys, _FAILED_FIRST),

@@ -1,22 +1,27 @@
 """Per-call columns that depend on the other calls of the session (vectorized with numpy).
 
 They do not depend on any analysis parameter, so they are computed once when a session changes
-and kept in the columnar copy; the analyses then only filter and group. Input rows are the calls
-of whole sessions in ``(session_id, seq, tool_call_id)`` order; strings arrive as 64-bit hashes
-(every grouping is inside one session, where a collision is practically impossible).
+and kept in the columnar copy; the analyses then only filter, join and group. Input rows are the
+calls of whole sessions in ``(session_id, seq, tool_call_id)`` order; strings arrive as 64-bit
+hashes (every grouping is inside one session, where a collision is practically impossible).
 
 * ``rn``: 1-based position of the call in its session.
-* ``owner_mask`` / ``fail_mask``: bit ``d-1`` is set when the call ``d`` positions later in the
-  same session (``d`` = 1..``MAX_WINDOW``) is settled / failed. A failure's precursor window of
-  ``k`` calls is the ``k`` positions before it, so these masks let the precursor analysis count,
-  for any ``k`` up to ``MAX_WINDOW``, the windows an intent falls into without a join.
-* ``gap_intent`` / ``gap_phrase``: positions to the next call of the session with the same
-  normalized intent / leading phrase (-1: none). A window that contains an intent several times
-  is credited to its last occurrence only, so each window counts once.
-* ``sibling``: the call's batch has at least two calls.
-* ``dup_sibling``: an earlier call of the same batch has the same normalized intent.
-* ``repeat``: an earlier call of the session had the same tool and equivalent arguments, and the
-  latest such call did not fail (so it is not a retry after an error).
+* ``scope_rn``: 1-based position of the call in its *scope*: the calls of the same session,
+  agent and turn (the sequence a failure's precursor window is taken from).
+* ``step_rn``: the ``scope_rn`` where the call's model step began (the first call of its batch
+  in the scope; its own ``scope_rn`` when it has no batch). A precursor window of ``k`` is the
+  ``k`` scope positions before it, so a call's own siblings are never in its window.
+* ``gap_intent`` / ``gap_phrase``: scope positions to the next call of the scope with the same
+  normalized intent / leading phrase (-1: none). A window that holds an intent several times is
+  credited to its last occurrence only, so each window counts it once.
+* ``sibling``: the call's batch (one model step) has at least two calls of its tool.
+* ``redundant_sibling``: an earlier call of the same batch and tool has equivalent arguments.
+* ``batch_head``: the first call of a batch's calls of one tool, when there are at least two
+  (one per sibling batch and tool: what per-batch figures count).
+* ``batch_redundant``: ``batch_head`` of a batch whose calls of that tool hold a redundant
+  sibling.
+* ``repeat``: an earlier call of the session in another batch had the same tool and equivalent
+  arguments, and the latest such call did not fail (so it is not a retry after an error).
 * ``reused``: the session used the call's normalized intent, for its tool, with at least two
   different arguments.
 """
@@ -31,7 +36,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 MAX_WINDOW: Final = 32
-"""Largest precursor window ``k`` the masks support."""
+"""Largest precursor window ``k``."""
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
@@ -43,6 +48,8 @@ class SessionRows:
     """The inputs, one entry per call, in ``(session_id, seq, tool_call_id)`` order."""
 
     session: U64
+    scope: U64
+    """A hash of the call's agent and turn (its scope inside the session)."""
     batch: U64
     has_batch: Bools
     intent: U64
@@ -51,7 +58,6 @@ class SessionRows:
     tool: U64
     args: U64
     has_args: Bools
-    owner: Bools
     failed: Bools
 
 
@@ -60,12 +66,14 @@ class Structure:
     """The outputs, aligned with the input rows."""
 
     rn: I64
-    owner_mask: I64
-    fail_mask: I64
+    scope_rn: I64
+    step_rn: I64
     gap_intent: I64
     gap_phrase: I64
     sibling: Bools
-    dup_sibling: Bools
+    redundant_sibling: Bools
+    batch_head: Bools
+    batch_redundant: Bools
     repeat: Bools
     reused: Bools
 
@@ -104,6 +112,12 @@ def _in_order(key: I64) -> tuple[I64, Bools]:
     return order, start
 
 
+def _first_of_group(start: Bools) -> I64:
+    """For each position of a grouped order, the position where its group starts."""
+    positions = np.arange(len(start), dtype=np.int64)
+    return np.maximum.accumulate(np.where(start, positions, 0))
+
+
 def compute(rows: SessionRows) -> Structure:
     """The session-dependent columns of every call (see the module docstring).
 
@@ -118,61 +132,69 @@ def compute(rows: SessionRows) -> Structure:
     firsts = np.flatnonzero(session_start)
     rn = np.arange(n, dtype=np.int64) - firsts[sid] + 1 if n else np.zeros(0, np.int64)
 
-    # bit d-1: the call d positions later; built across session ends, then cut at them
-    owner_mask = np.zeros(n, dtype=np.int64)
-    fail_mask = np.zeros(n, dtype=np.int64)
-    owner = rows.owner.astype(np.int64)
-    failed = rows.failed.astype(np.int64)
-    shifted = np.empty(n, dtype=np.int64)  # one scratch array, not 64 temporaries
-    for d in range(1, min(MAX_WINDOW, n - 1) + 1):
-        for bits, mask in ((owner, owner_mask), (failed, fail_mask)):
-            np.left_shift(bits[d:], d - 1, out=shifted[:-d])
-            np.bitwise_or(mask[:-d], shifted[:-d], out=mask[:-d])
-    if n:
-        lasts = np.append(firsts[1:], n) - 1
-        left = np.minimum(lasts[sid] - np.arange(n, dtype=np.int64), MAX_WINDOW)
-        keep = (np.int64(1) << left) - 1
-        owner_mask &= keep
-        fail_mask &= keep
+    scope, batch, tool = _combine(sid, _dense(rows.scope)), _dense(rows.batch), _dense(rows.tool)
+    intent, phrase, args = _dense(rows.intent), _dense(rows.phrase), _dense(rows.args)
 
-    intent, phrase = _dense(rows.intent), _dense(rows.phrase)
-    batch, tool, args = _dense(rows.batch), _dense(rows.tool), _dense(rows.args)
+    scope_rn = np.zeros(n, dtype=np.int64)
+    order, start = _in_order(scope)
+    scope_rn[order] = np.arange(n, dtype=np.int64) - _first_of_group(start) + 1
+
+    step_rn = scope_rn.copy()
+    idx = np.flatnonzero(rows.has_batch)
+    if len(idx):
+        order, start = _in_order(_combine(scope[idx], batch[idx]))
+        in_order = idx[order]
+        step_rn[in_order] = scope_rn[in_order[_first_of_group(start)]]
 
     def next_gap(key: I64) -> I64:
         gap = np.full(n, -1, dtype=np.int64)
         idx = np.flatnonzero(rows.has_intent)
         if len(idx) < 2:
             return gap
-        order, start = _in_order(_combine(sid[idx], key[idx]))
+        order, start = _in_order(_combine(scope[idx], key[idx]))
         same_next = ~start[1:]
         here, nxt = idx[order[:-1][same_next]], idx[order[1:][same_next]]
-        gap[here] = rn[nxt] - rn[here]
+        gap[here] = scope_rn[nxt] - scope_rn[here]
         return gap
 
     gap_intent = next_gap(intent)
     gap_phrase = next_gap(phrase)
 
     sibling = np.zeros(n, dtype=np.bool_)
+    redundant = np.zeros(n, dtype=np.bool_)
+    head = np.zeros(n, dtype=np.bool_)
+    batch_redundant = np.zeros(n, dtype=np.bool_)
+    idx = np.flatnonzero(rows.has_batch & rows.has_args)
+    if len(idx):
+        order, start = _in_order(_combine(sid[idx], batch[idx], tool[idx], args[idx]))
+        redundant[idx[order]] = ~start
     idx = np.flatnonzero(rows.has_batch)
     if len(idx):
-        order, start = _in_order(_combine(sid[idx], batch[idx]))
-        sizes = np.diff(np.append(np.flatnonzero(start), len(order)))
-        sibling[idx[order]] = np.repeat(sizes, sizes) > 1
-
-    dup_sibling = np.zeros(n, dtype=np.bool_)
-    idx = np.flatnonzero(rows.has_batch & rows.has_intent)
-    if len(idx):
-        order, start = _in_order(_combine(sid[idx], batch[idx], intent[idx]))
-        dup_sibling[idx[order]] = ~start
+        order, start = _in_order(_combine(sid[idx], batch[idx], tool[idx]))
+        in_order = idx[order]
+        starts = np.flatnonzero(start)
+        sizes = np.diff(np.append(starts, len(order)))
+        sibling[in_order] = np.repeat(sizes, sizes) > 1
+        heads = in_order[starts][sizes > 1]
+        head[heads] = True
+        has_redundant = np.maximum.reduceat(redundant[in_order].astype(np.int64), starts) > 0
+        batch_redundant[in_order[starts][(sizes > 1) & has_redundant]] = True
 
     repeat = np.zeros(n, dtype=np.bool_)
     idx = np.flatnonzero(rows.has_args)
     if len(idx):
         order, first = _in_order(_combine(sid[idx], tool[idx], args[idx]))
         in_order = idx[order]
-        prev_failed = np.zeros(len(order), dtype=np.bool_)
-        prev_failed[1:] = rows.failed[in_order[:-1]]
-        repeat[in_order] = ~first & ~prev_failed
+        # a call without a batch is a model step of its own
+        step = np.where(rows.has_batch, batch, len(batch) + np.arange(n, dtype=np.int64))
+        run_start = first.copy()
+        run_start[1:] |= step[in_order[1:]] != step[in_order[:-1]]
+        run_first = _first_of_group(run_start)  # earlier calls of the same batch: one run
+        group_first = _first_of_group(first)
+        previous = run_first - 1  # the latest equivalent call of another batch
+        has_previous = run_first > group_first
+        prev_failed = rows.failed[in_order[np.maximum(previous, 0)]]
+        repeat[in_order] = has_previous & ~prev_failed
 
     reused = np.zeros(n, dtype=np.bool_)
     idx = np.flatnonzero(rows.has_intent)
@@ -191,12 +213,14 @@ def compute(rows: SessionRows) -> Structure:
 
     return Structure(
         rn=rn,
-        owner_mask=owner_mask,
-        fail_mask=fail_mask,
+        scope_rn=scope_rn,
+        step_rn=step_rn,
         gap_intent=gap_intent,
         gap_phrase=gap_phrase,
         sibling=sibling,
-        dup_sibling=dup_sibling,
+        redundant_sibling=redundant,
+        batch_head=head,
+        batch_redundant=batch_redundant,
         repeat=repeat,
         reused=reused,
     )
