@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import streamlit as st
 
@@ -25,6 +26,7 @@ from tracing.ledger import (
     Ledger,
     LedgerError,
     SessionInfo,
+    SessionOrder,
     default_ledger_url,
     dropped_notes,
     open_ledger,
@@ -60,26 +62,57 @@ class SessionFilter:
     tool: str | None = None
     status: str | None = None
     search: str | None = None
+    within_s: int | None = None
+    """Sessions active in the last this many seconds (resolved when the query runs, so a
+    cached page keys on the choice, not on the clock)."""
+    since_ns: int | None = None
+    """Sessions active at or after this time (a chosen range)."""
+    until_ns: int | None = None
+    """Sessions that started at or before this time."""
+    errors: bool = False
+    """Sessions with a failed call."""
+    live: bool = False
+    """Sessions with a call not settled yet."""
+
+
+def _filters(where: SessionFilter) -> dict[str, Any]:
+    """``where`` as the keyword arguments of ``Ledger.sessions`` and ``count_sessions``."""
+    since_ns = where.since_ns
+    if where.within_s is not None:
+        recent = time.time_ns() - where.within_s * 1_000_000_000
+        since_ns = recent if since_ns is None else max(since_ns, recent)
+    return {
+        "agent": where.agent,
+        "tool": where.tool,
+        "status": where.status,
+        "search": where.search,
+        "since_ns": since_ns,
+        "until_ns": where.until_ns,
+        "errors": where.errors,
+        "live": where.live,
+    }
 
 
 @st.cache_data(ttl=LIST_TTL_S, max_entries=64, show_spinner=False)
-def sessions_page(url: str, where: SessionFilter, limit: int, offset: int) -> list[SessionInfo]:
-    """One page of sessions, most recent activity first (paginated in the database)."""
+def sessions_page(
+    url: str,
+    where: SessionFilter,
+    limit: int,
+    offset: int,
+    *,
+    order: SessionOrder = "last_seen",
+    descending: bool = True,
+) -> list[SessionInfo]:
+    """One page of sessions in ``order`` (most recent activity first by default), sorted and
+    paginated in the database over every matching session."""
     return ledger(url).sessions(
-        limit=limit,
-        offset=offset,
-        agent=where.agent,
-        tool=where.tool,
-        status=where.status,
-        search=where.search,
+        limit=limit, offset=offset, order=order, descending=descending, **_filters(where)
     )
 
 
 @st.cache_data(ttl=LIST_TTL_S, max_entries=64, show_spinner=False)
 def count_sessions(url: str, where: SessionFilter) -> int:
-    return ledger(url).count_sessions(
-        agent=where.agent, tool=where.tool, status=where.status, search=where.search
-    )
+    return ledger(url).count_sessions(**_filters(where))
 
 
 @st.cache_data(ttl=30.0, show_spinner=False)

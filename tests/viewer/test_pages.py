@@ -41,17 +41,20 @@ def test_sessions_lists_counts_most_recent_first() -> None:
     assert auth["agents"] == "coder, reviewer"
     live = table[table["session"] == LIVE].iloc[0]
     assert (live["calls"], live["live"]) == (5, 5)
-    assert f"Sessions 1–{TOTAL_SESSIONS} of {TOTAL_SESSIONS}." in captions(at)[0]
+    assert captions(at)[0] == (
+        f"Sessions 1–{TOTAL_SESSIONS} of {TOTAL_SESSIONS} · last seen, newest first (across all "
+        "pages). Select a row to open the session."
+    )
 
 
 def test_sessions_paginate_in_the_database() -> None:
     at = run_app()
     at.selectbox(key="size").set_value(25).run()
-    assert captions(at)[0].startswith(f"Sessions 1–25 of {TOTAL_SESSIONS}.")
+    assert captions(at)[0].startswith(f"Sessions 1–25 of {TOTAL_SESSIONS} ·")
     assert len(at.dataframe[0].value) == 25
     pager = at.pagination[0]
     pager.set_value(2).run()
-    assert captions(at)[0].startswith(f"Sessions 26–{TOTAL_SESSIONS} of {TOTAL_SESSIONS}.")
+    assert captions(at)[0].startswith(f"Sessions 26–{TOTAL_SESSIONS} of {TOTAL_SESSIONS} ·")
     second = list(at.dataframe[0].value["session"])
     assert len(second) == TOTAL_SESSIONS - 25
     assert second[-1] == "bulk-000"  # the oldest activity comes last
@@ -76,7 +79,7 @@ def test_sessions_filters(widget: str, value: str, expected: list[str]) -> None:
                                                  "planner", "reviewer"]  # fmt: skip
     at.selectbox(key=widget).set_value(value).run()
     assert list(at.dataframe[0].value["session"]) == expected
-    assert captions(at)[0].startswith(f"Sessions 1–{len(expected)} of {len(expected)}.")
+    assert captions(at)[0].startswith(f"Sessions 1–{len(expected)} of {len(expected)} ·")
 
 
 def test_sessions_search_by_intent_text_lists_matching_calls() -> None:

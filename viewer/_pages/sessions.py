@@ -1,15 +1,19 @@
-"""The Sessions page: every session, paginated in the database, searchable and filterable."""
+"""The Sessions page: every session, sorted and paginated in the database, searchable and
+filterable (time range, errors, live, agent, tool, status). The controls are kept in the URL
+(``?range=24h&sort=calls&errors=true``), so a link or Back shows the same list."""
 
 from __future__ import annotations
 
 import hashlib
 import math
-from datetime import datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Final
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pandas as pd
 import streamlit as st
 
+from tracing.ledger import SESSION_ORDERS, SessionOrder
 from tracing.status import STATUSES
 from viewer import _data
 from viewer._story import call_label
@@ -20,6 +24,29 @@ PAGE_SIZES: Final = (25, 50, 100)
 _ALL: Final = "(any)"
 MATCHING_CALLS: Final = 10
 """Calls listed under the table when searching (each opens the session on that call)."""
+CUSTOM: Final = "custom"
+RANGES: Final[dict[str, tuple[str, int | None]]] = {
+    "any": ("Any time", None),
+    "15m": ("Last 15 minutes", 15 * 60),
+    "1h": ("Last hour", 3600),
+    "24h": ("Last 24 hours", 24 * 3600),
+    "7d": ("Last 7 days", 7 * 24 * 3600),
+    "30d": ("Last 30 days", 30 * 24 * 3600),
+    CUSTOM: ("Dates…", None),
+}
+"""Time ranges (URL value: label, seconds back from now): sessions active in the range."""
+SORTS: Final[dict[SessionOrder, tuple[str, str, str]]] = {
+    "last_seen": ("Last seen", "newest first", "oldest first"),
+    "first_seen": ("First seen", "newest first", "oldest first"),
+    "duration": ("Duration", "longest first", "shortest first"),
+    "calls": ("Calls", "most first", "fewest first"),
+    "errors": ("Errors", "most first", "fewest first"),
+    "session": ("Session id", "Z to A", "A to Z"),
+}
+"""Sort keys (``Ledger.sessions`` orders): the name, then descending and ascending in words."""
+TIMES: Final = {"local": "Local", "utc": "UTC", "relative": "Relative"}
+"""How times are shown: the browser's time zone (its offset shown), UTC, or "5 minutes ago"."""
+_TIME_FORMAT: Final = "YYYY-MM-DD HH:mm:ss Z"
 
 
 def _choice(value: object) -> str | None:
@@ -32,12 +59,32 @@ def _option(value: object) -> str:
 
 
 def _when(ns: int | None) -> datetime | None:
-    return None if ns is None else datetime.fromtimestamp(ns / 1e9)
+    return None if ns is None else datetime.fromtimestamp(ns / 1e9, UTC)
+
+
+def _took(row: _data.SessionInfo) -> timedelta | None:
+    first, last = row["first_ns"], row["last_ns"]
+    return None if first is None or last is None else timedelta(microseconds=(last - first) / 1e3)
+
+
+def _zone() -> str:
+    """The browser's time zone (``st.context``), else UTC."""
+    zone = st.context.timezone
+    if zone:
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            return "UTC"
+        return zone
+    return "UTC"
 
 
 def _table(rows: list[_data.SessionInfo]) -> pd.DataFrame:
     columns: dict[str, list[Any]] = {
         "session": [r["session_id"] or "(no session)" for r in rows],
+        "first seen": [_when(r["first_ns"]) for r in rows],
+        "last seen": [_when(r["last_ns"]) for r in rows],
+        "duration": [_took(r) for r in rows],
         "calls": [r["calls"] for r in rows],
         "errors": [r["errors"] for r in rows],
         "live": [r["in_flight"] for r in rows],
@@ -48,9 +95,18 @@ def _table(rows: list[_data.SessionInfo]) -> pd.DataFrame:
         "turns": [r["last_turn"] or 0 for r in rows],
         "agents": [", ".join(r["agents"]) for r in rows],
         "tools": [", ".join(r["tools"]) for r in rows],
-        "last activity": [_when(r["last_ns"]) for r in rows],
     }
     return frame(pd.DataFrame(columns))
+
+
+def _time_column(label: str, times: str, zone: str) -> Any:
+    """A time column as chosen: relative ("5 minutes ago") or absolute with its offset."""
+    if times == "relative":
+        return st.column_config.DatetimeColumn(label, format="distance", help=f"{label} (ago)")
+    where = "UTC" if times == "utc" else zone
+    return st.column_config.DatetimeColumn(
+        label, format=_TIME_FORMAT, timezone=where, help=f"{label}, time zone {where}"
+    )
 
 
 def render() -> None:
@@ -77,7 +133,29 @@ def _filters(url: str) -> tuple[str | None, str | None, str | None]:
     return _choice(agent), _choice(tool), _choice(status)
 
 
-def _sessions(url: str) -> None:
+def _window(choice: str, zone: str) -> tuple[int | None, int | None, int | None]:
+    """The time range chosen: (within_s, since_ns, until_ns); custom dates in ``zone``."""
+    if choice != CUSTOM:
+        return RANGES.get(choice, RANGES["any"])[1], None, None
+    today = datetime.now(ZoneInfo(zone)).date()
+    picked = st.date_input(
+        "From – to",
+        value=(today - timedelta(days=6), today),
+        key="dates",
+        format="YYYY-MM-DD",
+        help=f"Whole days, time zone {zone}",
+    )
+    days: list[date] = list(picked)  # a range being picked has one date so far
+    if not days:
+        return None, None, None
+    start = datetime.combine(min(days), time.min, ZoneInfo(zone))
+    end = datetime.combine(max(days) + timedelta(days=1), time.min, ZoneInfo(zone))
+    return None, int(start.timestamp()) * 1_000_000_000, int(end.timestamp()) * 1_000_000_000 - 1
+
+
+def _controls() -> tuple[str, int, str, SessionOrder, bool, bool, bool, str]:
+    """The controls above the table (each kept in the URL): search, page size, time range,
+    sort and its direction, the errors and live toggles, how times are shown."""
     with st.container(horizontal=True, vertical_alignment="bottom"):
         search = st.text_input(
             "Search intents",
@@ -85,23 +163,55 @@ def _sessions(url: str) -> None:
             placeholder="words from an intent, outcome or label",
             bind="query-params",
         )
+        choice = st.selectbox(
+            "Time range", list(RANGES), key="range", format_func=lambda k: RANGES[k][0],
+            bind="query-params",
+        )  # fmt: skip
+        order = st.selectbox(
+            "Sort by", SESSION_ORDERS, key="sort", format_func=lambda k: SORTS[k][0],
+            bind="query-params",
+        )  # fmt: skip
         size = st.selectbox("Per page", PAGE_SIZES, index=1, key="size")
+    with st.container(horizontal=True, vertical_alignment="center"):
+        ascending = st.toggle("Ascending", key="asc", bind="query-params")
+        errors = st.toggle("Errors", key="errors", help="Sessions with a failed call",
+                           bind="query-params")  # fmt: skip
+        live = st.toggle("Live", key="live", help="Sessions with a call not settled yet",
+                         bind="query-params")  # fmt: skip
+        times = st.segmented_control(
+            "Times", list(TIMES), default="local", required=True, key="times",
+            format_func=lambda k: TIMES[k], label_visibility="collapsed", bind="query-params",
+        )  # fmt: skip
+    return search, size, choice, order, not ascending, errors, live, times
+
+
+def _sessions(url: str) -> None:
+    search, size, choice, order, descending, errors, live, times = _controls()
+    zone = _zone()
+    within_s, since_ns, until_ns = _window(choice, zone)
     agent, tool, status = _filters(url)
     for note in _data.dropped_lines(url):
         st.warning(note, icon=":material/warning:")
 
-    where = _data.SessionFilter(agent=agent, tool=tool, status=status, search=search or None)
+    where = _data.SessionFilter(
+        agent=agent, tool=tool, status=status, search=search or None, within_s=within_s,
+        since_ns=since_ns, until_ns=until_ns, errors=errors, live=live,
+    )  # fmt: skip
     total = _data.count_sessions(url, where)
     pages = max(1, math.ceil(total / size))
-    # A new filter is a new pagination widget, which starts on its first page.
-    digest = hashlib.sha1(repr((where, size)).encode()).hexdigest()[:12]
+    # A new filter or sort is a new pagination widget, which starts on its first page.
+    digest = hashlib.sha1(repr((where, size, order, descending)).encode()).hexdigest()[:12]
     number = st.pagination(pages, key=f"page-{digest}", max_visible_pages=7)
     offset = (min(number, pages) - 1) * size
-    rows = _data.sessions_page(url, where, size, offset)
+    rows = _data.sessions_page(url, where, size, offset, order=order, descending=descending)
 
     if rows:
         first, last = offset + 1, offset + len(rows)
-        st.caption(f"Sessions {first}–{last} of {total}. Select a row to open the session.")
+        name, down, up = SORTS[order]
+        st.caption(
+            f"Sessions {first}–{last} of {total} · {name.lower()}, {down if descending else up} "
+            "(across all pages). Select a row to open the session."
+        )
         picked = st.dataframe(  # pyright: ignore[reportUnknownMemberType]  # streamlit's signature names pyarrow's Array without its type argument
             _table(rows),
             hide_index=True,
@@ -117,7 +227,11 @@ def _sessions(url: str) -> None:
                     width="small", help="Tool calls shed under load (anchor missing or partial)"
                 ),
                 "turns": st.column_config.NumberColumn(width="small"),
-                "last activity": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
+                "first seen": _time_column("first seen", times, zone),
+                "last seen": _time_column("last seen", times, zone),
+                "duration": st.column_config.NumberColumn(
+                    format="compact", help="First call to last activity"
+                ),
             },
         )
         chosen = picked.selection.rows
@@ -129,7 +243,7 @@ def _sessions(url: str) -> None:
             st.switch_page(target, query_params={SESSION_PARAM: session_id})
     elif total == 0 and where == _data.SessionFilter():
         st.info("The ledger has no sessions yet. Record some calls, or run `intentrace demo`.")
-    elif search:
+    elif search and where == _data.SessionFilter(search=search):
         st.info("No session has a call whose intent, outcome or label contains this text:")
         st.text(one_line(search, 200))
     else:
