@@ -210,33 +210,36 @@ def shown_id(policy: PolicyLike, value: str | None) -> str | None:
     return trace_redactor(policy).short_text(value) if value else value
 
 
-def call_session_turn(
-    view: SpanView, facts: ToolFacts, ctx: CallContext, policy: PolicyLike
-) -> tuple[str | None, int | None]:
-    """The session (as shown) and turn written on the call's anchor (and hashed into its id)."""
-    turn = ctx.turn if ctx.turn is not None else int_or_none(view.attributes.get(A.TURN))
-    return shown_id(policy, ctx.session_id or facts.session_id or None), turn
-
-
-def provider_call_id(facts: ToolFacts, ctx: CallContext, policy: PolicyLike) -> str | None:
-    """The provider's id of the call (as shown): the span's own, else one learned from a model
-    span."""
-    return shown_id(policy, facts.call_id or ctx.provider_call_id or None)
-
-
 def call_anchor_id(view: SpanView, facts: ToolFacts, ctx: CallContext, policy: PolicyLike) -> str:
     """The anchor id of a tool call (``tracing.anchor.anchor_id``): fixed at start or given on
     the span, else made from (session, turn, provider id) as stored, else from the span."""
-    if ctx.call_id:
-        return shown_id(policy, ctx.call_id) or ctx.call_id
-    session, turn = call_session_turn(view, facts, ctx, policy)
-    return anchor_id(
-        provider_call_id(facts, ctx, policy),
-        session_id=session,
-        turn=turn,
-        trace_id=view.trace_id,
-        span_id=view.span_id,
-    )
+    return _CallIds(view, facts, ctx, policy).call_id
+
+
+class _CallIds:
+    """A call's identifiers as shown and stored (scrubbed once per call, not once per use)."""
+
+    __slots__ = ("call_id", "provider", "session", "turn")
+
+    def __init__(
+        self, view: SpanView, facts: ToolFacts, ctx: CallContext, policy: PolicyLike
+    ) -> None:
+        short = trace_redactor(policy).short_text
+        raw_session = ctx.session_id or facts.session_id
+        self.session: str | None = short(raw_session) if raw_session else None
+        self.turn = ctx.turn if ctx.turn is not None else int_or_none(view.attributes.get(A.TURN))
+        raw_provider = facts.call_id or ctx.provider_call_id
+        self.provider: str | None = short(raw_provider) if raw_provider else None
+        if ctx.call_id:
+            self.call_id = short(ctx.call_id) or ctx.call_id
+        else:
+            self.call_id = anchor_id(
+                self.provider,
+                session_id=self.session,
+                turn=self.turn,
+                trace_id=view.trace_id,
+                span_id=view.span_id,
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,34 +262,34 @@ def _anchor_base(
     view: SpanView,
     facts: ToolFacts,
     ctx: CallContext,
-    call_id: str,
+    ids: _CallIds,
     *,
     policy: PolicyLike,
     tool: str,
     status: Status,
     label: str,
 ) -> AnchorWrite:
-    attrs = view.attributes
-    batch = attrs.get(A.BATCH_ID)
+    short = trace_redactor(policy).short_text
+    batch = view.attributes.get(A.BATCH_ID)
     write: AnchorWrite = {
-        "tool_call_id": call_id,
+        "tool_call_id": ids.call_id,
         "tool_name": tool,
         "status": status,
         "label": label,
     }
-    session, turn = call_session_turn(view, facts, ctx, policy)
+    agent = ctx.agent_id or facts.agent_id
     # What this span does not know is left out, not written as NULL: another writer of the
     # same call (a stream tap in this process, a processor elsewhere) may know it, and a
     # ledger write overwrites every column it carries.
     known: dict[str, Any] = {
-        "provider_call_id": provider_call_id(facts, ctx, policy),
-        "session_id": session,
-        "turn": turn,
-        "batch_id": shown_id(policy, batch)
+        "provider_call_id": ids.provider,
+        "session_id": ids.session,
+        "turn": ids.turn,
+        "batch_id": short(batch)
         if isinstance(batch, str) and batch
         else ctx.batch_id or view.parent_span_id,
-        "parent_call_id": shown_id(policy, ctx.parent_call_id),
-        "agent_id": shown_id(policy, ctx.agent_id or facts.agent_id),
+        "parent_call_id": short(ctx.parent_call_id) if ctx.parent_call_id else None,
+        "agent_id": short(agent) if agent else None,
         "trace_id": view.trace_id,
         "span_id": view.span_id,
     }
@@ -330,14 +333,14 @@ def derive_start(
     background = view.attributes.get(A.STATUS) == Status.BACKGROUND
     status = Status.BACKGROUND if background else Status.IN_FLIGHT
     label = frame_label(tool_name=shown_tool, status=status, intent=intent)
-    call_id = call_anchor_id(view, facts, ctx, policy)
+    ids = _CallIds(view, facts, ctx, policy)
     anchor = _anchor_base(
-        view, facts, ctx, call_id, policy=policy, tool=shown_tool, status=status, label=label
+        view, facts, ctx, ids, policy=policy, tool=shown_tool, status=status, label=label
     )
     anchor["intent"] = intent
     return StartCall(
         facts=facts,
-        call_id=call_id,
+        call_id=ids.call_id,
         raw_intent=raw,
         intent=intent,
         status=status,
@@ -370,40 +373,50 @@ class DerivedCall:
     provider's call id, the conversation id): copies for other destinations add nothing."""
 
 
-_FIRST_INTENT: Final = re.compile(r'\s*\{\s*"intent"\s*:\s*"(?:[^"\\]|\\.)*"\s*(,\s*)?', re.DOTALL)
+_FIRST_INTENT: Final = re.compile(
+    r'\s*\{\s*"intent"\s*:\s*("(?:[^"\\]|\\.)*")\s*(,\s*)?', re.DOTALL
+)
 """A JSON object's opening up to the end of its first member, when that member is the intent
-(written first: it is injected as the first property)."""
+(written first: it is injected as the first property); group 1 is the intent's JSON string."""
 
 
-def _plain_object(text: str) -> bool:
-    """Whether ``text`` is a complete JSON object of keyword args (not an args/kwargs wrapper)."""
+def _json_object(text: str) -> dict[str, Any] | None:
+    """``text`` parsed when it is one complete JSON object, else None."""
     try:
         parsed = jiter.from_json(text.encode("utf-8", "surrogatepass"))
     except ValueError:
-        return False
-    return isinstance(parsed, dict) and not set(cast("dict[str, Any]", parsed)) <= {
-        "args",
-        "kwargs",
-    }
+        return None
+    return cast("dict[str, Any]", parsed) if isinstance(parsed, dict) else None
 
 
 def _as_written(text: str, gate: bool) -> str | None:
     """JSON args text for the ledger as it was written (the intent member cut out when the
     gate says it is ours), or None when the text is not a complete JSON object of that shape.
-    Re-serialising a 400 KB args text costs milliseconds; cutting the member out costs a scan."""
+    Re-serialising a 400 KB args text costs milliseconds; cutting the member out costs one
+    parse of what is left (which checks it, and that no second top-level intent follows)."""
     if not gate:
-        return text if text.lstrip()[:1] == "{" and _plain_object(text) else None
+        if text.lstrip()[:1] != "{":
+            return None
+        parsed = _json_object(text)
+        if parsed is None or set(parsed) <= {"args", "kwargs"}:
+            return None  # (an args/kwargs wrapper: the parsed way unwraps it)
+        return text
     found = _FIRST_INTENT.match(text)
     if found is None:
         return None
-    rest = text[found.end() :]
-    if found.group(1) is None:  # the only member: nothing may follow but the closing brace
-        rest = rest.lstrip()
+    if found.group(2) is None:  # the only member: nothing may follow but the closing brace
+        rest = text[found.end() :].lstrip()
         if rest[:1] != "}":
             return None
-    if '"intent"' in rest or not _plain_object(text):  # (a repeated key: the parsed way)
+    written = "{" + text[found.end() :]
+    try:  # (the intent's string is valid JSON too: the text as a whole is)
+        jiter.from_json(found.group(1).encode("utf-8", "surrogatepass"))
+    except ValueError:
         return None
-    return "{" + rest
+    parsed = _json_object(written)
+    if parsed is None or "intent" in parsed:  # (a repeated key: the parsed way)
+        return None
+    return written
 
 
 def _ledger_args(
@@ -516,9 +529,10 @@ def derive_call(
         safe_text(policy.scrub_text(view.status_message)) if view.status_message else None
     )
 
-    call_id = call_anchor_id(view, facts, ctx, policy)
+    ids = _CallIds(view, facts, ctx, policy)
+    call_id = ids.call_id
     shaped[A.TOOL_NAME] = shown_tool
-    provider = provider_call_id(facts, ctx, policy)
+    provider = ids.provider
     # Copies for other destinations add no GenAI key the span did not have (a Langfuse server
     # reached by plain OTLP would name an observation by gen_ai.tool.name before the span
     # name); the Langfuse copy gains these (langfuse_attributes).
@@ -538,10 +552,10 @@ def derive_call(
     if outcome_v:
         shaped[A.OUTCOME] = outcome_v
     anchor = _anchor_base(
-        view, facts, ctx, call_id, policy=policy, tool=shown_tool, status=status, label=label
+        view, facts, ctx, ids, policy=policy, tool=shown_tool, status=status, label=label
     )
     if session:
-        shown_session = shown_id(policy, session) or ""
+        shown_session = ids.session or ""
         shaped[A.SESSION_ID] = shown_session
         extra[A.GEN_AI_CONVERSATION_ID] = shown_session
     if anchor.get("agent_id"):
