@@ -8,9 +8,10 @@ Resolution rules (docs/architecture.md):
 * error, cancellation, background and abandonment get their own framing, never past tense;
 * a call with no intent keeps today's default label (``Ran search_code``).
 
-Group header of a block of sibling calls: a block-level activity label once it exists >
-the latest in-flight intent > the latest settled outcome > a plain count (``Used 2 tools``).
-"Latest" is by the ledger's monotonic sequence numbers, never list order.
+Group header of a block of sibling calls: the latest in-flight intent while a call is live >
+the block's activity label once the block has settled > the latest settled outcome > a plain
+count (``Used 2 tools, ran 1 subagent``). "Latest" is by the ledger's monotonic sequence
+numbers, never list order.
 """
 
 from __future__ import annotations
@@ -118,6 +119,32 @@ def frame_label(
     return intent
 
 
+QUESTION_TOOLS: Final[frozenset[str]] = frozenset(
+    {
+        "ask_user",
+        "ask_user_question",
+        "AskUserQuestion",
+        "ask_followup_question",
+        "ask_human",
+        "human_input",
+        "request_user_input",
+    }
+)
+"""Tools that ask the user a question (they count as questions in a block's plain count)."""
+
+KIND_TOOL: Final = "tool"
+KIND_SUBAGENT: Final = "subagent"
+KIND_QUESTION: Final = "question"
+
+
+def call_kind(tool_name: str | None, *, spawned: bool = False) -> str:
+    """What a call counts as in a plain-count header: ``subagent`` when calls were made under
+    it (``parent_call_id``), ``question`` for a tool in ``QUESTION_TOOLS``, else ``tool``."""
+    if spawned:
+        return KIND_SUBAGENT
+    return KIND_QUESTION if tool_name in QUESTION_TOOLS else KIND_TOOL
+
+
 @dataclass(frozen=True, slots=True)
 class HeaderCall:
     """What the group header needs to know about one call of a block."""
@@ -129,18 +156,51 @@ class HeaderCall:
     """Sequence number at start (monotonic per session)."""
     settle_seq: int | None = None
     """Sequence number at settle (None while live)."""
+    kind: str = KIND_TOOL
+    """``tool``, ``subagent`` or ``question`` (``call_kind``): how the plain count names it."""
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def count_header(calls: Iterable[HeaderCall]) -> str:
+    """The plain count: ``Used 2 tools, ran 1 subagent, asked 1 question`` (only the kinds
+    present; ``Used 0 tools`` for none)."""
+    kinds = [c.kind for c in calls]
+    tools = sum(1 for k in kinds if k not in (KIND_SUBAGENT, KIND_QUESTION))
+    parts: list[str] = []
+    if tools or not kinds:
+        parts.append(f"used {_plural(tools, 'tool')}")
+    if subagents := kinds.count(KIND_SUBAGENT):
+        parts.append(f"ran {_plural(subagents, 'subagent')}")
+    if questions := kinds.count(KIND_QUESTION):
+        parts.append(f"asked {_plural(questions, 'question')}")
+    text = ", ".join(parts)
+    return text[:1].upper() + text[1:]
 
 
 def group_header(calls: Iterable[HeaderCall], activity_label: str | None = None) -> str:
-    """Header of a block of sibling calls (three-phase precedence, monotonic sequence)."""
+    """Header of a block of sibling calls, in three phases ("latest" by sequence number, never
+    list order, so a slow call that settles late never rewinds it):
+
+    1. while a call is live: the latest in-flight intent (the live edge), even when the block
+       has an activity label;
+    2. once nothing is live: the activity label, when the block has one (pass it only once it
+       has resolved: the ledger stores it when the block settled without error);
+    3. else the latest settled label; else, for one call, that call's label (a block of one
+       call is the call); else a plain count (``count_header``).
+    """
     items = list(calls)
-    if activity_label:
+    live = [c for c in items if c.status in LIVE_STATUSES]
+    speaking = [c for c in live if c.intent]
+    if speaking:
+        return max(speaking, key=lambda c: c.seq).intent or ""
+    if activity_label and not live:
         return activity_label
-    live = [c for c in items if c.status in LIVE_STATUSES and c.intent]
-    if live:
-        return max(live, key=lambda c: c.seq).intent or ""
     settled = [c for c in items if c.status not in LIVE_STATUSES and c.intent]
     if settled:
         return max(settled, key=lambda c: (c.settle_seq or c.seq, c.seq)).label
-    n = len(items)
-    return f"Used {n} tool" if n == 1 else f"Used {n} tools"
+    if len(items) == 1:
+        return items[0].label
+    return count_header(items)

@@ -20,6 +20,7 @@ from tracing.status import (
     SETTLED_STATUSES,
     HeaderCall,
     Status,
+    call_kind,
     frame_label,
     group_header,
 )
@@ -132,6 +133,7 @@ class Call:
             label=self.label,
             seq=self.seq,
             settle_seq=self.settle_seq,
+            kind=call_kind(self.tool_name, spawned=bool(self.children)),
         )
 
     @property
@@ -164,6 +166,12 @@ class Block:
     @property
     def first_seq(self) -> int:
         return self.calls[0].seq
+
+    @property
+    def grouped(self) -> bool:
+        """Whether the block is drawn under a header: siblings, or an activity label (a block
+        of one call is the call alone)."""
+        return len(self.calls) > 1 or bool(self.activity_label)
 
     @property
     def size(self) -> int:

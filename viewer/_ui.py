@@ -124,7 +124,8 @@ class StoryView:
     """What every block and call of one render of a story needs to know.
 
     The Session page and the Live page both draw blocks with ``story_block``: the same header
-    (``Block.header``: activity label > latest in-flight intent > latest settled label > count),
+    (``Block.header``: latest in-flight intent > activity label once settled > latest settled
+    label > count; a block of one call has none),
     the same rows, the same "parent · child's latest" line of a running subagent.
     """
 
@@ -145,9 +146,10 @@ def story_block(view: StoryView, block: Block) -> None:
     """One block of sibling calls: its header and count line, then its calls."""
     digest = call_key(f"{view.story.session_id}\x00{block.key}")[5:]
     with st.container(border=True, key=f"block-{digest}"):
-        with st.container(horizontal=True, vertical_alignment="center", key=f"head-{digest}"):
-            st.text(short_label(block.header), wrap=False, width="stretch")
-            st.caption(count_text(*block.counts()))
+        if block.grouped:  # (a block of one call is the call alone: no header)
+            with st.container(horizontal=True, vertical_alignment="center", key=f"head-{digest}"):
+                st.text(short_label(block.header), wrap=False, width="stretch")
+                st.caption(count_text(*block.counts()))
         for call in block.calls:
             if not view.live_only or call.live_inside:
                 _story_call(view, call)

@@ -52,15 +52,15 @@ def test_group_header_precedence() -> None:
     done = HeaderCall(
         status=Status.SUCCESS, intent="Searching", label="Found 3", seq=0, settle_seq=5
     )
-    assert group_header([older_live, live, done], activity_label="Exploring auth") == (
-        "Exploring auth"
-    )
+    # a live call's intent is the live edge, before the activity label (phase 1)
+    assert group_header([older_live, live, done], activity_label="Explored auth") == "Reading b"
+    assert group_header([done], activity_label="Explored auth") == "Explored auth"
     # latest in-flight intent by sequence, not list order
     assert group_header([live, older_live, done]) == "Reading b"
     assert group_header([done]) == "Found 3"
     assert group_header([]) == "Used 0 tools"
     plain = HeaderCall(status=Status.SUCCESS, intent=None, label="Ran x", seq=1, settle_seq=2)
-    assert group_header([plain]) == "Used 1 tool"
+    assert group_header([plain]) == "Ran x"  # a block of one call is the call
     assert group_header([plain, plain]) == "Used 2 tools"
 
 

@@ -32,9 +32,10 @@ def test_live_page_shows_a_running_subagent_as_parent_and_child_latest() -> None
 def test_live_block_headers_are_the_session_pages_headers() -> None:
     live = run_app(page="live")
     session = run_app({"session": LIVE})
-    # an activity label heads its block on both pages (not the call's own intent)
+    # a call of the block is still live (in background): its intent is the header on both
+    # pages, the activity label only once the block has settled
     row = "◷ Building the release artifacts · in background"
-    assert header_of(live, row) == header_of(session, row) == "Preparing the release"
+    assert header_of(live, row) == header_of(session, row) == "Building the release artifacts"
     # every block: same header, same count line
     for first in ("✎ Planning the rollout of feature flags", SUBAGENT_LINE):
         assert header_of(live, first) == header_of(session, first)

@@ -26,7 +26,7 @@ import click
 from tracing.cli._ledger import ledger_option, reading
 from tracing.intent import sanitize_label
 from tracing.ledger import Anchor, Ledger
-from tracing.status import GLYPHS, LIVE_STATUSES, HeaderCall, Status, group_header
+from tracing.status import GLYPHS, LIVE_STATUSES, HeaderCall, Status, call_kind, group_header
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -80,6 +80,8 @@ class Block:
     key: str
     calls: dict[str, Anchor] = field(default_factory=lambda: {})
     activity: str | None = None
+    spawners: set[str] = field(default_factory=set[str])
+    """Ids of calls that calls were made under (subagents): the watcher's, shared."""
 
     @property
     def live(self) -> bool:
@@ -98,6 +100,7 @@ class Block:
                         label=_text(c["label"]),
                         seq=c["seq"],
                         settle_seq=c["settle_seq"],
+                        kind=call_kind(c["tool_name"], spawned=c["tool_call_id"] in self.spawners),
                     )
                     for c in self.calls.values()
                 ),
@@ -120,6 +123,7 @@ class Watcher:
         self.cursor = 0
         self.blocks: dict[tuple[str, str], Block] = {}
         self.where: dict[str, tuple[str, str]] = {}  # call id -> block key
+        self.spawners: set[str] = set()  # ids of calls that calls were made under
         self.seen_live = False
         self.last_reconcile = 0.0
 
@@ -189,9 +193,11 @@ class Watcher:
                         touched.pop(old, None)
             block = self.blocks.get(key)
             if block is None:
-                block = self.blocks[key] = Block(call["session_id"], key[1])
+                block = self.blocks[key] = Block(call["session_id"], key[1], spawners=self.spawners)
             block.calls[call_id] = call
             self.where[call_id] = key
+            if call["parent_call_id"]:
+                self.spawners.add(call["parent_call_id"])
             touched[key] = block
             if call["status"] in LIVE_STATUSES:
                 self.seen_live = True

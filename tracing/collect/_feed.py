@@ -51,6 +51,7 @@ from tracing.derive._call import (
 from tracing.derive._conventions import (
     DEFAULT_CONVENTIONS,
     GENAI,
+    STATUS_ERROR,
     Convention,
     SpanView,
     ToolFacts,
@@ -415,6 +416,8 @@ class SpanFeed:
     def _activity(self, view: SpanView) -> None:
         label = view.attributes.get(A.ACTIVITY)
         if not isinstance(label, str) or not label or not view.span_id:
+            return
+        if view.status_code == STATUS_ERROR:  # the block did not resolve: no activity label
             return
         shown = sanitize_label(self._policy.scrub_text(label))
         if not shown:

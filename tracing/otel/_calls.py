@@ -125,7 +125,6 @@ class CallTracker:
         self._requested = RequestedCalls()
         self._by_name: dict[int, list[_Live]] = {}
         self._background: dict[int, tuple[Span, float]] = {}
-        self._activity_seen: set[int] = set()
         self._call_names: OrderedDict[tuple[int, str], str] = OrderedDict()
         self._redactor = trace_redactor(policy)
         self.shaper = Shaper(self._redactor)
@@ -162,10 +161,6 @@ class CallTracker:
             session_id = session_id or inherited.session_id
             agent_id = agent_id or inherited.agent_id
             turn = turn if turn is not None else inherited.turn
-
-        if A.ACTIVITY in attrs:
-            self._activity(span, attrs, session_id, turn)
-            self._activity_seen.add(context.span_id)
 
         name = span.name
         convention = match_convention(name, attrs, self._conventions)
@@ -330,7 +325,6 @@ class CallTracker:
         live = self._live.pop(span_id, None)
         scope = self._scopes.pop(span_id, None)
         self._background.pop(span_id, None)
-        self._activity_seen.discard(span_id)
         if live is None and not is_tool:
             return False
         session = (
@@ -363,14 +357,14 @@ class CallTracker:
         live = self._live.pop(span_id, None)
         scope = self._scopes.pop(span_id, None)
         self._background.pop(span_id, None)
-        reported = span_id in self._activity_seen
-        self._activity_seen.discard(span_id)
         attrs: Mapping[str, Any] = span.attributes or {}
         if self._options.learn_from_model_spans and context is not None and is_model_span(attrs):
             self._learn(context.trace_id, span_id, attrs)
         convention = match_convention(span.name, attrs, self._conventions)
         if live is None and convention is None:
-            if A.ACTIVITY in attrs and not reported:
+            if A.ACTIVITY in attrs and span.status.status_code != StatusCode.ERROR:
+                # written once the block settled, and only when it resolved (no error): while
+                # its calls run the header is their latest intent (tracing.status.group_header)
                 self._activity(
                     span, attrs, scope.session_id if scope else None, scope.turn if scope else None
                 )
