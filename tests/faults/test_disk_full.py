@@ -73,6 +73,7 @@ def test_a_full_volume_recovers_once_space_is_freed(volume: Path) -> None:
                 break
         stats = ledger.stats()
         assert stats["dropped"] > 0, "the volume never filled"
+        assert stats["disk_full"] >= 1
         assert any("full" in e for e in ledger.recent_errors())
         ballast.unlink()  # the operator frees space
         dropped = stats["dropped"]
@@ -80,6 +81,8 @@ def test_a_full_volume_recovers_once_space_is_freed(volume: Path) -> None:
         stats = ledger.stats()
         assert stats["dropped"] == dropped, ledger.recent_errors()[-3:]
         assert stats["space_reclaimed"] >= 1
+        # the writes dropped while it was full are on record where users look
+        assert sum(d["count"] for d in ledger.dropped() if d["source"] == "ledger") == dropped
         found = ledger.anchor("call-99")
         assert found is not None and found["outcome"] == "after round 29"
     finally:
