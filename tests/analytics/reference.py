@@ -155,8 +155,8 @@ _REASONS = (None, "missing", "short", "names_tool", "generic", "reused")
 
 
 def _generic(calls: list[_Call], p: Mapping[str, Any]) -> set[tuple[str, str]]:
-    """(tool, normalized intent) pairs every token of which is common among the tool's
-    distinct intents (over the whole ledger)."""
+    """(tool, normalized intent) pairs whose tokens that are not common among the tool's
+    distinct intents (over the whole ledger) carry less than ``min_novel`` information."""
     intents: dict[str, set[str]] = defaultdict(set)
     for c in calls:
         if c.norm is not None:
@@ -169,7 +169,9 @@ def _generic(calls: list[_Call], p: Mapping[str, Any]) -> set[tuple[str, str]]:
             for t in toks:
                 df[t] += 1
         least = max(p["common_min"], p["common_share"] * len(norms))
-        out |= {(tool, n) for n, toks in tokens.items() if all(df[t] >= least for t in toks)}
+        for n, toks in tokens.items():
+            if sum(information(t) for t in toks if df[t] < least) < p["min_novel"]:
+                out.add((tool, n))
     return out
 
 

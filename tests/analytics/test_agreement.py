@@ -68,6 +68,7 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ),
     ("vague_intents", {"min_calls": 1}),
     ("vague_intents", {"min_calls": 1, "min_info": 14, "common_min": 2, "common_share": 0.2}),
+    ("vague_intents", {"min_calls": 1, "common_min": 1, "min_novel": 12}),
     ("vague_intents", {"by": "intent", "min_calls": 1}),
     ("redundancy", {"by": "tool"}),
     ("redundancy", {"by": "session", "limit": 10_000}),

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from tracing.analytics._definitions import information_sql
 from tracing.analytics._structure import MAX_WINDOW
 from tracing.status import Status
 
@@ -231,11 +232,13 @@ _VAGUE_INTENT_COLUMNS: Final = ("tool_name", "intent", "calls", "information", "
 DEFAULT_MIN_INFO: Final = 10
 """An intent carrying less information (Latin-letter equivalents, ``information``) is short."""
 _REASONS: Final = ("missing", "short", "names_tool", "generic", "reused")
+_NOVEL: Final = information_sql("tok.t")
 
 
 def _vague_sql(p: Mapping[str, Any], where: str) -> Query:
-    # an intent is generic when every token of it is common among its tool's distinct intents
-    # (the whole ledger: what a call is compared with is never filtered)
+    # an intent is generic when the tokens of it that are not common among its tool's distinct
+    # intents carry too little information (the whole ledger: what a call is compared with is
+    # never filtered)
     common = f"""
 WITH di AS (
   SELECT tool_name AS g_tool, norm_intent AS g_n, any_value(coalesce(tokens, norm_intent)) AS toks
@@ -250,7 +253,8 @@ common AS (
   HAVING count(*) >= greatest($common_min, $common_share * intents)),
 generic AS (
   SELECT tok.g_tool, tok.g_n FROM tok LEFT JOIN common c ON c.g_tool = tok.g_tool AND c.t = tok.t
-  GROUP BY tok.g_tool, tok.g_n HAVING count(c.t) = count(*)),
+  GROUP BY tok.g_tool, tok.g_n
+  HAVING coalesce(sum({_NOVEL}) FILTER (c.t IS NULL), 0) < $min_novel),
 c AS (
   SELECT tool_name, norm_intent, intent_info,
          CASE WHEN norm_intent IS NULL THEN 1
@@ -265,6 +269,7 @@ c AS (
         "min_info": p["min_info"],
         "common_share": p["common_share"],
         "common_min": p["common_min"],
+        "min_novel": p["min_novel"],
         "min_calls": p["min_calls"],
     }
     if p["by"] == "intent":
@@ -309,6 +314,9 @@ VAGUE = Analysis(
             "float", 0.03, "a token in this share of a tool's intents is common", 0.0, 1.0
         ),
         "common_min": Param("int", 3, "... and in at least this many of them", 1, None),
+        "min_novel": Param(
+            "int", 6, "an intent whose uncommon tokens carry less information is generic", 1, 1000
+        ),
         "min_calls": Param("int", 20, "rows with fewer calls are left out", 1, None),
     },
     columns=lambda p: _VAGUE_INTENT_COLUMNS if p["by"] == "intent" else _VAGUE_COLUMNS,

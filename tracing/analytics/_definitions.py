@@ -154,3 +154,16 @@ def information(normalized: str | None) -> int:
             weight = HANGUL_WEIGHT if _HANGUL[0] <= ord(ch) <= _HANGUL[1] else 1
         total += weight
     return total
+
+
+def information_sql(expr: str) -> str:
+    """DuckDB SQL computing ``information`` of the text ``expr`` (the same weights)."""
+    ranges = " ".join(
+        f"WHEN unicode(ch) BETWEEN {low} AND {high} THEN {weight}"
+        for low, high, weight in _PER_CHAR
+    )
+    hangul = f"WHEN unicode(ch) BETWEEN {_HANGUL[0]} AND {_HANGUL[1]} THEN {HANGUL_WEIGHT}"
+    return (
+        f"coalesce(list_sum(list_transform(string_split({expr}, ''), lambda ch: "
+        f"CASE WHEN ch = ' ' THEN 0 {ranges} {hangul} ELSE 1 END)), 0)"
+    )
