@@ -144,15 +144,15 @@ def test_summary(filled: Ledger) -> None:
     text = filled.summary("conv-a")
     assert text.splitlines() == [
         "session conv-a: 2 settled calls, 1 not successful.",
-        "t1 #1 search_code ok 1.0s: Found 12 OAuth handlers",
-        "t1 #3 read_file error 1.0s: Reading the 50% config · failed (denied)",
+        "t1 #1 search_code ok 1.0s: Searching for OAuth → Found 12 OAuth handlers",
+        "t1 #3 read_file error 1.0s: Reading the 50% config (denied)",
     ]
     assert filled.summary("conv-a", turn=2) == "session conv-a, turn 2: no settled calls."
     cut = filled.summary("conv-a", max_chars=150)
     assert len(cut) <= 150
     assert cut.splitlines()[1:] == [
         "… 1 earlier call left out",
-        "t1 #3 read_file error 1.0s: Reading the 50% config · failed (denied)",
+        "t1 #3 read_file error 1.0s: Reading the 50% config (denied)",
     ]
 
 

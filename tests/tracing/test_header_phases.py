@@ -10,14 +10,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from opentelemetry.sdk.trace import TracerProvider
 
+from tests.support.agent import instrumented
 from tracing import (
-    IntentOptions,
-    IntentRegistry,
     TracingSetup,
     activity,
-    configure,
     group_header,
     session,
     tool_call,
@@ -33,13 +30,7 @@ LABEL = "Explored the auth flow"
 def traced(tmp_path: Path) -> Iterator[tuple[TracingSetup, Ledger, str]]:
     url = f"sqlite:///{tmp_path}/phases.db"
     ledger = open_ledger(url)
-    setup = configure(
-        provider=TracerProvider(),
-        set_global=False,
-        ledger=ledger,
-        registry=IntentRegistry(["search_code", "read_file"]),
-        options=IntentOptions(in_thread=False),
-    )
+    setup = instrumented(ledger, "search_code", "read_file")
     yield setup, ledger, url
     setup.shutdown()
 

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
 
+from tests.support.agent import instrumented
 from tests.viewer.browser import BROWSER_MARKS, chromium_tab, serve
 from tests.viewer.conftest import run_app, texts
-from tracing import IntentOptions, IntentRegistry, activity, configure, session, tool_call
+from tracing import activity, session, tool_call
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
 from tracing.ledger import open_ledger
 from viewer import _data
@@ -29,13 +29,7 @@ class Agent:
 
     def __init__(self, url: str) -> None:
         self.ledger = open_ledger(url)
-        self.setup = configure(
-            provider=TracerProvider(),
-            set_global=False,
-            ledger=self.ledger,
-            registry=IntentRegistry(["search_code", "read_file"]),
-            options=IntentOptions(in_thread=False),
-        )
+        self.setup = instrumented(self.ledger, "search_code", "read_file")
         self.stack = ExitStack()
         self.calls: list[Any] = []
 

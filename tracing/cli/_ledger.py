@@ -123,7 +123,8 @@ def sessions(  # noqa: PLR0917 - click passes options as arguments
     help="Longest summary; the most recent calls are kept.",
 )  # fmt: skip
 def summary(ledger_url: str | None, session_id: str, turn: int | None, max_chars: int) -> None:
-    """Print a compact timeline of SESSION_ID's settled calls (for a summarizer prompt)."""
+    """Print a compact timeline of SESSION_ID's settled calls (for a summarizer prompt):
+    intent -> outcome, status and error per call, activity labels over their blocks."""
     with reading(ledger_url) as ledger:
         if ledger.session(session_id) is None:
             raise click.ClickException(f"no session {session_id!r} in the ledger {ledger.url}")

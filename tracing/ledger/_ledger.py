@@ -779,12 +779,18 @@ class Ledger:
 
     def summary(self, session_id: str, turn: int | None = None, max_chars: int = 4000) -> str:
         """A compact plain-text timeline of the session's settled calls (for a summarizer
-        prompt when an agent's history is compacted), at most ``max_chars`` long; the most
-        recent calls are kept when it must be cut."""
+        prompt when an agent's history is compacted), at most ``max_chars`` long: each line
+        carries the intent and the outcome when they differ, the status and the error; an
+        activity label heads its block. The most recent calls are kept when it must be cut."""
         calls = self.checkpoints(session_id)
         if turn is not None:
             calls = [c for c in calls if c["turn"] == turn]
-        return render_summary(session_id, calls, turn=turn, max_chars=max_chars)
+        activity = {
+            b["batch_id"]: b["activity_label"]
+            for b in self.blocks(session_id)
+            if b["activity_label"]
+        }
+        return render_summary(session_id, calls, turn=turn, max_chars=max_chars, activity=activity)
 
     def agents(self) -> list[str]:
         """Every agent id seen, sorted."""

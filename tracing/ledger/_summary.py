@@ -1,4 +1,6 @@
-"""``Ledger.summary``: a compact plain-text timeline of settled calls for a summarizer prompt;
+"""``Ledger.summary``: a compact plain-text timeline of settled calls for a summarizer prompt
+(both label layers: the model's intent and the tool's outcome, status and error; activity
+labels head their blocks);
 ``dropped_notes``: what the readers say about calls lost before reaching the ledger."""
 
 from __future__ import annotations
@@ -9,14 +11,17 @@ from typing import Final
 from tracing.anchor import Anchor, DroppedInfo
 from tracing.status import Status
 
-_LINE_MAX: Final = 240
+_LINE_MAX: Final = 480
+_TEXT_MAX: Final = 120
+"""An intent, outcome, label or error is cut to this in a line (the ledger keeps it whole)."""
 _MARK: Final[Mapping[str, str]] = {Status.SUCCESS: "ok"}
 """How a status reads in a line (its own name unless listed)."""
 
 
-def _flat(text: str | None) -> str:
-    """One line: whitespace (newlines included) collapsed."""
-    return " ".join((text or "").split())
+def _flat(text: str | None, limit: int | None = None) -> str:
+    """One line: whitespace (newlines included) collapsed; cut to ``limit`` with ``…``."""
+    flat = " ".join((text or "").split())
+    return flat if limit is None else _cut(flat, limit)
 
 
 def _cut(text: str, limit: int) -> str:
@@ -31,27 +36,66 @@ def _duration(ms: float | None) -> str:
     return f" {ms / 1000:.1f}s"
 
 
-def call_line(call: Anchor) -> str:
-    """One call: ``t2 #14 search_code ok 0.4s: Found 12 results``."""
+def _what(call: Anchor) -> str:
+    """Both label layers: ``intent → outcome`` when the tool's outcome differs from the
+    model's intent, the intent alone otherwise, the label when there is no intent."""
+    intent = _flat(call["intent"], _TEXT_MAX)
+    outcome = _flat(call["outcome"], _TEXT_MAX)
+    if not intent:
+        return _flat(call["label"], _TEXT_MAX)
+    if outcome and outcome != intent and call["status"] == Status.SUCCESS:
+        return f"{intent} → {outcome}"
+    return intent
+
+
+def call_line(call: Anchor, indent: str = "") -> str:
+    """One call: ``t2 #14 search_code ok 0.4s: Searching for OAuth → Found 12 results``; a
+    failed call's error follows in parentheses."""
     turn = f"t{call['turn']} " if call["turn"] is not None else ""
-    indent = "  " if call["parent_call_id"] else ""
+    indent += "  " if call["parent_call_id"] else ""
     mark = _MARK.get(call["status"], call["status"])
     line = (
         f"{indent}{turn}#{call['seq']} {_flat(call['tool_name'])} {mark}"
-        f"{_duration(call['duration_ms'])}: {_flat(call['label'])}"
+        f"{_duration(call['duration_ms'])}: {_what(call)}"
     )
     if call["error"] and call["status"] != Status.SUCCESS:
-        line += f" ({_flat(call['error'])})"
+        line += f" ({_flat(call['error'], _TEXT_MAX)})"
     return _cut(line, _LINE_MAX)
 
 
+def _units(calls: Sequence[Anchor], activity: Mapping[str, str]) -> list[tuple[str, list[str]]]:
+    """Runs of lines: a block with an activity label is its header line and its calls
+    (indented); other calls are runs of their own (no header)."""
+    units: list[tuple[str, list[str]]] = []
+    open_batch: str | None = None
+    for call in calls:
+        batch = call["batch_id"]
+        label = activity.get(batch) if batch else None
+        if label:
+            if batch != open_batch:
+                units.append((f"▸ {_flat(label, _TEXT_MAX)}", []))
+                open_batch = batch
+            units[-1][1].append(call_line(call, "  "))
+        else:
+            open_batch = None
+            units.append(("", [call_line(call)]))
+    return units
+
+
 def render_summary(
-    session_id: str, calls: Sequence[Anchor], *, turn: int | None, max_chars: int
+    session_id: str,
+    calls: Sequence[Anchor],
+    *,
+    turn: int | None,
+    max_chars: int,
+    activity: Mapping[str, str] | None = None,
 ) -> str:
     """Header, then one line per settled call in ``seq`` order, within ``max_chars``.
 
-    When everything does not fit, the most recent calls are kept and one line says how many
-    earlier calls were left out.
+    Each line carries the call's intent and, when it differs, its outcome (both label
+    layers), its status and its error; a block with an activity label (``activity``: batch id
+    -> label) is headed by it. When everything does not fit, the most recent calls are kept
+    (with their block's header) and one line says how many earlier calls were left out.
     """
     failed = sum(1 for c in calls if c["status"] != Status.SUCCESS)
     scope = f"session {_flat(session_id)}" + (f", turn {turn}" if turn is not None else "")
@@ -60,23 +104,35 @@ def render_summary(
     header = f"{scope}: {len(calls)} settled call{'s' if len(calls) != 1 else ''}" + (
         f", {failed} not successful." if failed else "."
     )
-    lines = [call_line(c) for c in calls]
+    units = _units(calls, activity or {})
+    lines = [line for head, body in units for line in ([head] if head else []) + body]
     budget = max_chars - len(header)
     if budget <= 0:
         return _cut(header, max(0, max_chars))
-    total = sum(len(line) + 1 for line in lines)
-    if total <= budget:
+    if sum(len(line) + 1 for line in lines) <= budget:
         return "\n".join([header, *lines])
     kept: list[str] = []
     used = 0
-    omission_room = len(f"… {len(lines)} earlier calls left out") + 1
-    for line in reversed(lines):
-        if used + len(line) + 1 + omission_room > budget:
+    kept_calls = 0
+    omission_room = len(f"… {len(calls)} earlier calls left out") + 1
+    for head, body in reversed(units):
+        room = budget - omission_room - used - (len(head) + 1 if head else 0)
+        taken: list[str] = []
+        for line in reversed(body):
+            if len(line) + 1 > room:
+                break
+            taken.append(line)
+            room -= len(line) + 1
+        if not taken:
             break
-        kept.append(line)
-        used += len(line) + 1
-    kept.reverse()
-    left_out = len(lines) - len(kept)
+        taken.reverse()
+        unit = ([head] if head else []) + taken
+        kept[:0] = unit
+        used += sum(len(line) + 1 for line in unit)
+        kept_calls += len(taken)
+        if len(taken) < len(body):
+            break
+    left_out = len(calls) - kept_calls
     note = f"… {left_out} earlier call{'s' if left_out != 1 else ''} left out"
     return _cut("\n".join([header, note, *kept]), max_chars)
 
