@@ -12,6 +12,10 @@ PLACEHOLDER_PREFIX: Final = "[redacted:"
 HMAC_PREFIX: Final = "[hmac:"
 _PATH_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
+CLEAN_TEXT_MAX_CHARS: Final = 256
+CLEAN_TEXT_ENTRIES: Final = 8192
+"""Short strings found clean are remembered (args repeat between a call's start and settle)."""
+
 Span = tuple[int, int, str]
 """``(start, end, rule)``: a part of a string to replace."""
 

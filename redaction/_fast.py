@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 import string
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -27,6 +27,9 @@ from itertools import accumulate, chain
 from typing import TYPE_CHECKING, Any, Final, cast
 from uuid import UUID
 
+from redaction._base import (
+    CLEAN_TEXT_MAX_CHARS as _CLEAN_TEXT_MAX,
+)
 from redaction._base import (
     HMAC_PREFIX,
     PLACEHOLDER_PREFIX,
@@ -411,6 +414,7 @@ class _FastWalker:
         "max_string",
         "nodes",
         "s",
+        "short",
         "slots",
         "texts",
         "trail",
@@ -427,6 +431,8 @@ class _FastWalker:
         self.max_string = o.max_string_chars
         self.texts: list[str] = []
         """Strings to scan, in walk order."""
+        self.short: list[str] = []
+        """The strings to scan that are short enough to be remembered when found clean."""
         self.slots: list[tuple[Any, Any, Any, int]] = []
         """Per string: (container, key, path, kind) where its scrubbed form goes."""
         self.marks: list[int] = []
@@ -504,8 +510,10 @@ class _FastWalker:
                 append(x)
                 if self.nodes > self.max_nodes:
                     seq[i] = self._cut((path, i), "size")
-                else:
+                elif (c := x[:1]) in _JSON_OPENERS or c.isspace() or len(x) > self.max_string:
                     self.text(seq, i, x, (path, i), d1)
+                else:
+                    self._plain(seq, i, x, (path, i))
             else:
                 append(None)
                 self.put(seq, i, x, (path, i), d1)
@@ -543,8 +551,11 @@ class _FastWalker:
                 self.nodes += 1
                 if self.nodes > self.max_nodes:
                     out[key] = self._cut((path, key), "size")
-                else:
+                elif (c := x[:1]) in _JSON_OPENERS or c.isspace() or len(x) > self.max_string:
                     self.text(out, key, x, (path, key), d1)
+                else:
+                    out[key] = x
+                    self._plain(out, key, x, (path, key))
             elif tx in _FAST_SCALARS or (tx is int and -_BIG_INT < x < _BIG_INT):
                 self.nodes += 1
                 out[key] = self._cut((path, key), "size") if self.nodes > self.max_nodes else x
@@ -590,8 +601,14 @@ class _FastWalker:
                 )
                 return
         out[key] = s
-        if s in self.clean:
-            return
+        self._plain(out, key, s, path)
+
+    def _plain(self, out: Any, key: Any, s: str, path: Any) -> None:
+        """A string that is not JSON text (``out[key]`` holds it): scanned with the others."""
+        if len(s) <= _CLEAN_TEXT_MAX:
+            if s in self.clean:
+                return
+            self.short.append(s)
         self.texts.append(s)
         self.slots.append((out, key, path, _TEXT))
         self.marks.append(len(self.trail))
@@ -610,7 +627,9 @@ class _FastWalker:
             joined = _SEP.join(texts)
             hits = fast.auto.scan(joined.encode("utf-8", "surrogatepass"))
             per_text: dict[int, list[tuple[int, int]]] = {}
-            if hits:
+            if len(texts) == 1:
+                per_text[0] = hits
+            elif hits:
                 if joined.isascii():
                     lengths = [len(t) + 1 for t in texts]
                 else:
@@ -619,24 +638,26 @@ class _FastWalker:
                         for t in texts
                     ]
                 starts = [0, *accumulate(lengths)]
-                for end, expr in hits:
-                    i = bisect_right(starts, end - 1) - 1
-                    per_text.setdefault(i, []).append((end - starts[i], expr))
+                hits.sort()
+                # the hits of one text at a time: two bisections per text with a hit
+                j, n = 0, len(hits)
+                while j < n:
+                    i = bisect_right(starts, hits[j][0] - 1) - 1
+                    k = bisect_left(hits, (starts[i + 1],), j)
+                    base = starts[i]
+                    per_text[i] = (
+                        [(end - base, expr) for end, expr in hits[j:k]] if base else hits[j:k]
+                    )
+                    j = k
             candidates = range(len(texts)) if fast.always_user else sorted(per_text)
             for i in candidates:
                 s = texts[i]
                 spans = fast.confirm(s, per_text.get(i, []), s.isascii())
                 if spans:
                     found[i] = spans
-            if len(found) < len(texts):
+            if self.short:
                 self.s.remember_clean(
-                    [
-                        t
-                        for i, (t, (_, _, _, kind)) in enumerate(
-                            zip(texts, self.slots, strict=True)
-                        )
-                        if kind == _TEXT and i not in found
-                    ]
+                    self.short, [t for i in found if len(t := texts[i]) <= _CLEAN_TEXT_MAX]
                 )
         trail = self.trail
         if found:

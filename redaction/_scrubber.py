@@ -19,6 +19,8 @@ from typing import Any, Final, Generic, TypeVar, cast
 from uuid import UUID
 
 from redaction._base import (
+    CLEAN_TEXT_ENTRIES,
+    CLEAN_TEXT_MAX_CHARS,
     HMAC_PREFIX,
     PLACEHOLDER_PREFIX,
     CompiledRule,
@@ -104,9 +106,6 @@ class ScrubOptions:
     Every engine gives the same output and trail."""
 
 
-_CLEAN_TEXT_MAX_CHARS: Final = 256
-_CLEAN_TEXT_ENTRIES: Final = 8192
-"""Short strings found clean are remembered (args repeat between a call's start and settle)."""
 _KEY_SAFE_TYPES = (bool, type(None))
 _FAST_SCALARS: Final = frozenset({float, bool, type(None)})
 _BIG_INT: Final = 10**12
@@ -306,9 +305,9 @@ class Scrubber:
         self._key_cache.clear()
 
     def _remember_clean(self, s: str) -> None:
-        if len(s) <= _CLEAN_TEXT_MAX_CHARS:
+        if len(s) <= CLEAN_TEXT_MAX_CHARS:
             clean = self._clean_texts
-            if len(clean) >= _CLEAN_TEXT_ENTRIES:
+            if len(clean) >= CLEAN_TEXT_ENTRIES:
                 clean.clear()
             clean.add(s)
 
@@ -317,13 +316,14 @@ class Scrubber:
         """Short strings found to hold nothing to remove (bounded; see ``remember_clean``)."""
         return self._clean_texts
 
-    def remember_clean(self, texts: list[str]) -> None:
-        """Remember the short ones of ``texts``, every one found to hold nothing to remove."""
+    def remember_clean(self, short: list[str], found: list[str]) -> None:
+        """Remember the strings of ``short`` (none longer than ``CLEAN_TEXT_MAX_CHARS``) but
+        those of ``found``: the others were found to hold nothing to remove."""
         clean = self._clean_texts
-        short = [t for t in texts if len(t) <= _CLEAN_TEXT_MAX_CHARS]
-        if len(clean) + len(short) > _CLEAN_TEXT_ENTRIES:
+        if len(clean) + len(short) > CLEAN_TEXT_ENTRIES:
             clean.clear()
-        clean.update(short[:_CLEAN_TEXT_ENTRIES])
+        clean.update(short[:CLEAN_TEXT_ENTRIES])
+        clean.difference_update(found)
 
     def _build_prefilter(self) -> None:
         by_literal: dict[str, set[int]] = {}

@@ -196,6 +196,48 @@ def test_fast_walker_gives_the_python_walkers_output_and_trail(value: Any, pair:
     _same(pair, value)
 
 
+# Any code point, astral characters and lone surrogates among them
+UNICODE = st.text(
+    st.characters(categories=["Cs", "Lo", "Lu", "Ll", "Mn", "Nd", "Zs", "Zl", "Cc", "So"]),
+    max_size=12,
+)
+PIECE = st.one_of(PLANTED, ASSIGNMENT, SOUP, UNICODE)
+
+
+@st.composite
+def _payloads(draw: st.DrawFn) -> dict[str, Any]:
+    """A payload of many strings scanned at once: secrets of every kind at random places among
+    near-miss assignments, look-alike Unicode, astral characters and lone surrogates; one long
+    text, the same inside JSON text (escaped or not), strings under keys the key-name rule
+    judges, and a list of them."""
+    text = "".join(draw(st.lists(PIECE, min_size=1, max_size=40)))
+    strings = draw(st.lists(PIECE, min_size=1, max_size=60))
+    keys = draw(st.lists(KEYS, min_size=len(strings), max_size=len(strings)))
+    inner = {"inner": text, "more": strings[:5], "n": draw(st.integers())}
+    return {
+        "text": text,
+        "json": json.dumps(inner, ensure_ascii=draw(st.booleans())),
+        # JSON text after white space (any Unicode white space) is JSON text too
+        "spaced": draw(st.sampled_from([" ", "\n\t", "\u3000", "\u2028", "\x1c"]))
+        + json.dumps(strings[:3]),
+        "items": [
+            dict(zip(keys[i : i + 3], strings[i : i + 3], strict=True))
+            for i in range(0, len(strings), 3)
+        ],
+        "flat": strings,
+    }
+
+
+@FAST_SETTINGS
+@given(_payloads(), st.sampled_from(sorted(PAIRS)))
+def test_fast_path_gives_the_python_paths_output_on_large_payloads(
+    payload: dict[str, Any], pair: str
+) -> None:
+    _same(pair, payload)
+    _same(pair, payload["text"])
+    _same(pair, payload["json"])
+
+
 @pytest.mark.parametrize(
     "text",
     [
