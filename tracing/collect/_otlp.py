@@ -142,27 +142,30 @@ def decode(body: bytes, encoding: Encoding) -> DecodedBatch:
 # protobuf
 
 
+_PB_SCALARS: Final = frozenset(
+    {"string_value", "int_value", "bool_value", "double_value", "bytes_value"}
+)
+
+
 def _pb_value(value: AnyValue) -> Any:
     kind = value.WhichOneof("value")
-    if kind == "string_value":
-        return value.string_value
-    if kind == "int_value":
-        return value.int_value
-    if kind == "bool_value":
-        return value.bool_value
-    if kind == "double_value":
-        return value.double_value
+    if kind in _PB_SCALARS:
+        return getattr(value, kind)
     if kind == "array_value":
         return tuple(_pb_value(v) for v in value.array_value.values)
     if kind == "kvlist_value":
         return {kv.key: _pb_value(kv.value) for kv in value.kvlist_value.values}
-    if kind == "bytes_value":
-        return value.bytes_value
     return None
 
 
 def _pb_attributes(kvs: Sequence[KeyValue]) -> dict[str, Any]:
-    return {kv.key: _pb_value(kv.value) for kv in kvs}
+    out: dict[str, Any] = {}
+    for kv in kvs:
+        value = kv.value
+        kind = value.WhichOneof("value")
+        # (most values are scalars: read inline, without a call per attribute)
+        out[kv.key] = getattr(value, kind) if kind in _PB_SCALARS else _pb_value(value)
+    return out
 
 
 def _pb_id(raw: bytes, size: int, what: str, zero: str) -> str:
