@@ -24,6 +24,7 @@ __all__ = [
     "INTENTRACE_TEST_PHOENIX",
     "INTENTRACE_TEST_POSTGRES_URL",
     "INTENTRACE_TOOL_INTENT",
+    "INTENTRACE_TRACE_URL",
 ]
 
 INTENTRACE_TOOL_INTENT = "INTENTRACE_TOOL_INTENT"
@@ -46,6 +47,10 @@ INTENTRACE_COLLECT_TOKEN = "INTENTRACE_COLLECT_TOKEN"
 
 INTENTRACE_DASHBOARDS = "INTENTRACE_DASHBOARDS"
 """Extra folder of user dashboards (``*.toml``) shown beside the built-in ones."""
+
+INTENTRACE_TRACE_URL = "INTENTRACE_TRACE_URL"
+"""The viewer's link out to a call's trace in your tracing backend: an ``http(s)`` URL template
+with ``{trace_id}`` (and optionally ``{span_id}``), e.g. a Langfuse or Phoenix trace URL."""
 
 INTENTRACE_TEST_POSTGRES_URL = "INTENTRACE_TEST_POSTGRES_URL"
 """Tests only: the PostgreSQL server used by the PostgreSQL tests (default 127.0.0.1:5432/test)."""

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from viewer._links import check_trace_url
+
 APP_PATH: Path = Path(__file__).with_name("app.py")
 """The Streamlit entry script (the router)."""
 
-__all__ = ["APP_PATH"]
+__all__ = ["APP_PATH", "check_trace_url"]

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import streamlit as st
 
-from tracing.environment_variables import INTENTRACE_LEDGER_URL
+from tracing.environment_variables import INTENTRACE_LEDGER_URL, INTENTRACE_TRACE_URL
 from tracing.ledger import (
     Anchor,
     DroppedInfo,
@@ -31,6 +31,7 @@ from tracing.ledger import (
     dropped_notes,
     open_ledger,
 )
+from viewer._links import check_trace_url
 from viewer._story import Story, build_story
 
 LIST_TTL_S: Final = 3.0
@@ -42,6 +43,19 @@ LIVE_TTL_S: Final = 1.0
 def ledger_url() -> str:
     """The ledger the viewer reads: ``$INTENTRACE_LEDGER_URL``, else the default file."""
     return os.environ.get(INTENTRACE_LEDGER_URL, "").strip() or default_ledger_url()
+
+
+def trace_url_template() -> str | None:
+    """The link out to a call's trace (``$INTENTRACE_TRACE_URL``, ``intentrace view
+    --trace-url`` sets it): an http(s) URL template with ``{trace_id}``; None when unset or
+    not one (the command line refuses a bad one with a message)."""
+    raw = os.environ.get(INTENTRACE_TRACE_URL, "").strip()
+    if not raw:
+        return None
+    try:
+        return check_trace_url(raw)
+    except ValueError:
+        return None
 
 
 @st.cache_resource(show_spinner=False)
@@ -231,6 +245,7 @@ __all__: Sequence[str] = (
     "sessions_page",
     "story",
     "tools",
+    "trace_url_template",
 )
 
 

@@ -7,7 +7,7 @@ pagination are tested without a browser. Labels come from ``tracing.status`` (``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any, Final
@@ -139,7 +139,11 @@ class Call:
     @property
     def live_inside(self) -> bool:
         """Whether this call or a call nested under it has not settled yet."""
-        return any(call.live for call in self.walk())
+        return self.holds(is_live)
+
+    def holds(self, keep: Callable[[Call], bool]) -> bool:
+        """Whether this call or a call nested under it is one ``keep`` keeps."""
+        return any(keep(call) for call in self.walk())
 
     def walk(self) -> Iterable[Call]:
         """This call and every call nested under it, in story order."""
@@ -181,7 +185,11 @@ class Block:
     @property
     def live(self) -> bool:
         """Whether a call of the block, or one nested under it, has not settled yet."""
-        return any(top.live_inside for top in self.calls)
+        return self.holds(is_live)
+
+    def holds(self, keep: Callable[[Call], bool]) -> bool:
+        """Whether a call of the block, or one nested under it, is one ``keep`` keeps."""
+        return any(top.holds(keep) for top in self.calls)
 
     def counts(self) -> tuple[int, int, int, int]:
         """(calls, failed, cancelled, live) of the block's own calls."""
@@ -232,17 +240,31 @@ class Story:
         """0-based page that shows ``call_id`` (None when the call is not in this session)."""
         if call_id is None or call_id not in self.top_of:
             return None
-        index = self.top_of[call_id]
-        for number, (start, end) in enumerate(self.pages):
-            if start <= index < end:
-                return number
-        return None
+        return page_holding(self.pages, self.top_of[call_id])
 
     def page_blocks(self, page: int) -> list[Block]:
         if not self.pages:
             return []
         start, end = self.pages[max(0, min(page, len(self.pages) - 1))]
         return self.blocks[start:end]
+
+    def ordered(self) -> list[Call]:
+        """Every call in ``seq`` order (the detail's previous/next call)."""
+        return sorted(self.calls.values(), key=lambda c: (c.seq, c.id))
+
+    def neighbours(self, call_id: str) -> tuple[Call | None, Call | None]:
+        """The calls before and after ``call_id`` in ``seq`` order."""
+        ordered = self.ordered()
+        for index, call in enumerate(ordered):
+            if call.id == call_id:
+                before = ordered[index - 1] if index > 0 else None
+                after = ordered[index + 1] if index + 1 < len(ordered) else None
+                return before, after
+        return None, None
+
+    def turn_numbers(self) -> list[int | None]:
+        """The turns of the story, in story order (each once)."""
+        return list(dict.fromkeys(turn for turn, _ in turns(self.blocks)))
 
     def live_blocks(self) -> list[Block]:
         """The top-level blocks that hold a live call (nested ones included): the Live page."""
@@ -370,15 +392,7 @@ def build_story(
             for nested in call.walk():
                 top_of[nested.id] = index
 
-    pages: list[tuple[int, int]] = []
-    start, weight = 0, 0
-    for index, block in enumerate(blocks):
-        weight += block.size
-        if weight >= page_calls:
-            pages.append((start, index + 1))
-            start, weight = index + 1, 0
-    if start < len(blocks):
-        pages.append((start, len(blocks)))
+    pages = paginate(blocks, page_calls)
 
     starts = [a["start_ns"] for a in rows]
     ends = [a["end_ns"] or a["start_ns"] for a in rows]
@@ -392,6 +406,65 @@ def build_story(
         end_ns=max(ends) if ends else None,
         max_updated_ns=max((a["updated_ns"] for a in rows), default=0),
     )
+
+
+def paginate(blocks: Sequence[Block], page_calls: int = PAGE_CALLS) -> list[tuple[int, int]]:
+    """``[start, end)`` ranges over ``blocks``: pages of whole blocks of about ``page_calls``
+    calls (nested calls count; a page holds more when one block is bigger)."""
+    pages: list[tuple[int, int]] = []
+    start, weight = 0, 0
+    for index, block in enumerate(blocks):
+        weight += block.size
+        if weight >= page_calls:
+            pages.append((start, index + 1))
+            start, weight = index + 1, 0
+    if start < len(blocks):
+        pages.append((start, len(blocks)))
+    return pages
+
+
+def page_holding(pages: Sequence[tuple[int, int]], index: int) -> int | None:
+    """0-based page whose range holds block ``index``."""
+    for number, (start, end) in enumerate(pages):
+        if start <= index < end:
+            return number
+    return None
+
+
+def is_live(call: Call) -> bool:
+    """The Live page's filter: calls that have not settled yet."""
+    return call.live
+
+
+@dataclass(frozen=True, slots=True)
+class CallFilter:
+    """The Session page's search inside a session; an empty filter keeps every call."""
+
+    text: str = ""
+    """Case-insensitive substring of the call's label, intent, tool name or id."""
+    tool: str | None = None
+    status: Status | None = None
+    errors_only: bool = False
+    """Failed calls only (``error``, ``abandoned``)."""
+
+    @property
+    def active(self) -> bool:
+        return bool(self.text.strip() or self.tool or self.status or self.errors_only)
+
+    def __call__(self, call: Call) -> bool:
+        if self.errors_only and call.status not in (Status.ERROR, Status.ABANDONED):
+            return False
+        if self.tool is not None and call.tool_name != self.tool:
+            return False
+        if self.status is not None and call.status != self.status:
+            return False
+        needle = self.text.strip().casefold()
+        if not needle:
+            return True
+        return any(
+            needle in text.casefold()
+            for text in (call.label, call.intent or "", call.tool_name, call.id)
+        )
 
 
 def _cycles(calls: Mapping[str, Call], call: Call) -> bool:

@@ -21,15 +21,11 @@ import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
 from tracing.status import Status
+from viewer._links import ANCHOR_PARAM, SESSION_PARAM
 from viewer._story import Block, Call, Story, count_text, format_duration
 from viewer._text import one_line, short_label
 
 _PAGES_KEY: Final = "_intentrace_pages"
-
-SESSION_PARAM: Final = "session"
-"""Query parameter naming the session (``?session=…``)."""
-ANCHOR_PARAM: Final = "anchor"
-"""Query parameter naming the call to open, scroll to and highlight (``&anchor=<toolCallId>``)."""
 
 
 def remember_pages(pages: Mapping[str, StreamlitPage]) -> None:
@@ -135,9 +131,10 @@ class StoryView:
     """The linked call: its row is highlighted and its detail drawn in place."""
     opened: frozenset[str] = field(default_factory=frozenset[str])
     """Calls whose subagent section is open."""
-    live_only: bool = False
-    """The Live page: only calls that are live (or hold live calls) are drawn, and subagent
-    sections with live calls are open; headers and counts still cover the whole block."""
+    keep: Callable[[Call], bool] | None = None
+    """Only calls it keeps, and calls holding such calls, are drawn, and subagent sections
+    holding them are open (the Live page: live calls; the Session page's search); headers and
+    counts still cover the whole block."""
     detail: Callable[[str], None] | None = None
     """Draws the linked call's detail under its row (the Session page)."""
 
@@ -151,7 +148,7 @@ def story_block(view: StoryView, block: Block) -> None:
                 st.text(short_label(block.header), wrap=False, width="stretch")
                 st.caption(count_text(*block.counts()))
         for call in block.calls:
-            if not view.live_only or call.live_inside:
+            if view.keep is None or call.holds(view.keep):
                 _story_call(view, call)
 
 
@@ -168,8 +165,9 @@ def _story_call(view: StoryView, call: Call) -> None:
     if not call.children:
         return
     nested = sum(b.size for b in call.children)
-    live = any(b.live for b in call.children)
-    opened = call.id in view.opened or (view.live_only and live)
+    opened = call.id in view.opened or (
+        view.keep is not None and any(b.holds(view.keep) for b in call.children)
+    )
     with (
         st.container(key=f"nest-{key[5:]}"),
         st.expander(
@@ -188,7 +186,7 @@ def _story_call(view: StoryView, call: Call) -> None:
             first = call.children[0].calls[0]
             link_to_call(session_id, first.id, label="Open its thread")
         for block in call.children:
-            if not view.live_only or block.live:
+            if view.keep is None or block.holds(view.keep):
                 story_block(view, block)
 
 
@@ -229,6 +227,11 @@ def focus(call_id: str) -> None:
     """Highlight the call's row and scroll it into view (the deep link's target)."""
     key = call_key(call_id)
     st.html(_FOCUS_CSS.format(key=key))
+    scroll_to(key)
+
+
+def scroll_to(key: str) -> None:
+    """Scroll the element with this key into view once (``key``: made here, CSS-safe)."""
     st.html(_FOCUS_JS.format(key=key), unsafe_allow_javascript=True, width=1)
 
 

@@ -242,7 +242,7 @@ def test_deep_link_from_the_root_url_and_from_another_page() -> None:
     for page in (None, "live"):
         at = run_app({"session": AUTH, "anchor": "c3"}, page=page)
         assert [t.value for t in at.title] == ["Session"]
-        assert at.code[0].value == "FileNotFoundError: routes/callback.py"
+        assert "FileNotFoundError: routes/callback.py" in [c.value for c in at.code]
 
 
 def test_deep_link_naming_only_the_call_finds_its_session() -> None:
@@ -258,7 +258,7 @@ def test_detail_of_a_redacted_call() -> None:
     assert "(none: the call carries no visible intent)" in lines
     facts = next(t for t in lines if t.startswith("Status:"))
     assert "Redaction: args: redact · intent hidden by policy · outcome hidden by policy" in facts
-    assert at.code[0].value == '"[redacted: policy]"'
+    assert '"[redacted: policy]"' in [c.value for c in at.code]
 
 
 def test_unknown_session_and_foreign_anchor() -> None:

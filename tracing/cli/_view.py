@@ -19,9 +19,9 @@ from typing import Final
 import click
 
 from tracing.cli._options import LOOPBACK, bind_options, ledger_option
-from tracing.environment_variables import INTENTRACE_LEDGER_URL
+from tracing.environment_variables import INTENTRACE_LEDGER_URL, INTENTRACE_TRACE_URL
 from tracing.ledger import LedgerError, display_url, open_ledger
-from viewer import APP_PATH
+from viewer import APP_PATH, check_trace_url
 
 DEFAULT_HOST: Final = LOOPBACK
 DEFAULT_PORT: Final = 8501
@@ -131,10 +131,26 @@ def run_viewer(
 @click.command()
 @ledger_option
 @bind_options(DEFAULT_PORT)
-def view(ledger_url: str | None, host: str, port: int) -> None:
+@click.option(
+    "--trace-url",
+    "trace_url",
+    metavar="TEMPLATE",
+    default=None,
+    help="Link each call to its trace in your tracing backend: an http(s) URL with "
+    "{trace_id} (and optionally {span_id}), e.g. a Langfuse or Phoenix trace URL "
+    f"(default: ${INTENTRACE_TRACE_URL}).",
+)
+def view(ledger_url: str | None, host: str, port: int, trace_url: str | None) -> None:
     """Open the narrative viewer (Streamlit) on the ledger: sessions, stories, live calls."""
+    env = dict(os.environ)
+    template = trace_url if trace_url is not None else env.get(INTENTRACE_TRACE_URL, "")
+    if template.strip():
+        try:
+            env[INTENTRACE_TRACE_URL] = check_trace_url(template)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
     try:
-        code = run_viewer(ledger_url, host, port)
+        code = run_viewer(ledger_url, host, port, env=env)
     except LedgerError as exc:
         raise click.ClickException(str(exc)) from None
     if code not in (0, -signal.SIGINT, -signal.SIGTERM, 130):

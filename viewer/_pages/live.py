@@ -19,7 +19,7 @@ import streamlit as st
 from tracing.ledger import Anchor
 from tracing.status import Status
 from viewer import _data
-from viewer._story import Story, build_story
+from viewer._story import Story, build_story, is_live
 from viewer._text import one_line
 from viewer._ui import StoryView, link_to_session, story_block
 
@@ -89,6 +89,6 @@ def _live(url: str) -> None:
                     width="stretch",
                 )
                 link_to_session(story.session_id, label="Open session")
-            view = StoryView(story=story, now_ns=now_ns, live_only=True)
+            view = StoryView(story=story, now_ns=now_ns, keep=is_live)
             for block in story.live_blocks():
                 story_block(view, block)

@@ -6,43 +6,43 @@ the call highlighted, its detail open and scrolled into view.
 
 from __future__ import annotations
 
-import json
 import time
-from datetime import datetime
 from typing import Any, Final, cast
 
 import altair as alt
 import pandas as pd
 import streamlit as st
 
-from tracing.ledger import Anchor, SessionInfo
-from tracing.status import LIVE_STATUSES, STATUSES, Status
+from tracing.ledger import SessionInfo
+from tracing.status import STATUSES, Status
 from viewer import _data
+from viewer._links import ANCHOR_PARAM, SESSION_PARAM, TURN_PARAM, app_root, session_link
+from viewer._pages._call import detail
 from viewer._story import (
     Block,
+    CallFilter,
     Story,
-    call_label,
     count_text,
     format_duration,
+    page_holding,
+    paginate,
     turns,
 )
-from viewer._text import block as plain
-from viewer._text import one_line, short_label, structure
+from viewer._text import one_line, short_label
 from viewer._ui import (
-    ANCHOR_PARAM,
-    SESSION_PARAM,
     STATUS_WORDS,
     StoryView,
     call_key,
     focus,
-    link_to_call,
     page,
+    scroll_to,
     story_block,
 )
 
-MAX_PAYLOAD_CHARS: Final = 200_000
-"""Args/results longer than this are shown cut (the ledger keeps them whole)."""
 TIMELINE_ROW_PX: Final = 20
+_PICK: Final = "pick"
+"""The timeline's point selection: a click on a bar opens that call."""
+_TIMELINE_KEY: Final = "timeline_chart"
 FOLLOW_S: Final = 1.5
 """How often the page asks the ledger whether its session was written since it was drawn."""
 LIVE_TICK_S: Final = 5.0
@@ -154,9 +154,12 @@ def _session(url: str, session_id: str, anchor: str | None, info: SessionInfo) -
         st.text(anchor)
         anchor = None
     _summary(url, info, story)
-    _story_tabs(url, story, anchor)
+    where, turn = _controls(story)
+    _story_tabs(url, story, anchor, where, turn)
     if anchor is not None:
         focus(anchor)
+    elif turn is not None:
+        scroll_to(_turn_key(story, turn))
 
 
 def _summary(url: str, info: SessionInfo, story: Story) -> None:
@@ -174,43 +177,141 @@ def _summary(url: str, info: SessionInfo, story: Story) -> None:
     if info["dropped"]:
         for note in _data.dropped_lines(url, story.session_id):
             st.warning(note, icon=":material/warning:")
+    with st.popover("Link to this session", icon=":material/link:"):
+        st.code(session_link(app_root(st.context.url), story.session_id), language=None)
 
 
-def _story_tabs(url: str, story: Story, anchor: str | None) -> None:
-    number = _page_number(story, anchor)
-    blocks = story.page_blocks(number)
+def _digest(story: Story) -> str:
+    return call_key(story.session_id)[5:]
+
+
+def _controls(story: Story) -> tuple[CallFilter, int | None]:
+    """Search inside the session (text, tool, status, errors only) and jump to a turn."""
+    digest = _digest(story)
+    tools = sorted({c.tool_name for c in story.calls.values()})
+    numbers = [t for t in story.turn_numbers() if t is not None]
+    with st.container(horizontal=True, vertical_alignment="bottom", key="session-find"):
+        text = st.text_input(
+            "Search this session",
+            key=f"find-text-{digest}",
+            placeholder="words of a label, intent, tool or call id",
+        )
+        tool = st.selectbox(
+            "Tool",
+            [None, *tools],
+            format_func=lambda t: "(any)" if t is None else one_line(t, 60),
+            key=f"find-tool-{digest}",
+        )
+        status = st.selectbox(
+            "Status",
+            [None, *STATUSES],
+            format_func=lambda s: "(any)" if s is None else STATUS_WORDS[s],
+            key=f"find-status-{digest}",
+        )
+        errors = st.toggle("Errors only", key=f"find-errors-{digest}")
+        turn = _jump(numbers, digest)
+    return CallFilter(text=text, tool=tool, status=status, errors_only=errors), turn
+
+
+def _jump(numbers: list[int], digest: str) -> int | None:
+    """The turn to jump to (``&turn=N`` in the URL, shareable), chosen in a select box."""
+    raw = st.query_params.get(TURN_PARAM)
+    wanted = int(raw) if raw and raw.isdigit() and int(raw) in numbers else None
+    key = f"jump-{digest}"
+    if key not in st.session_state:
+        st.session_state[key] = wanted
+    st.selectbox(
+        "Jump to turn",
+        [None, *numbers],
+        format_func=lambda t: "(choose)" if t is None else f"Turn {t}",
+        key=key,
+        on_change=_jumped,
+        args=(key,),
+    )
+    return wanted
+
+
+def _jumped(key: str) -> None:
+    """A turn was chosen: it goes into the URL, and a linked call makes way for it."""
+    turn = st.session_state.get(key)
+    if ANCHOR_PARAM in st.query_params:
+        del st.query_params[ANCHOR_PARAM]
+    if turn is None:
+        if TURN_PARAM in st.query_params:
+            del st.query_params[TURN_PARAM]
+    else:
+        st.query_params[TURN_PARAM] = str(turn)
+
+
+def _turn_key(story: Story, turn: int | None) -> str:
+    """The CSS-safe key of a turn's heading (found by the jump's scroll)."""
+    return "turn-" + call_key(f"{story.session_id}\x00{turn}")[5:]
+
+
+def _story_tabs(
+    url: str, story: Story, anchor: str | None, where: CallFilter, turn: int | None
+) -> None:
+    if where.active:
+        blocks = [b for b in story.blocks if b.holds(where)]
+        pages = paginate(blocks)
+        found = sum(1 for c in story.calls.values() if where(c))
+        st.caption(f"{found} of {count_text(story.total)} match the search.")
+    else:
+        blocks, pages = story.blocks, story.pages
+    number = _page_number(story, blocks, pages, anchor, turn)
+    start, end = pages[number] if pages else (0, 0)
+    shown = blocks[start:end]
     story_tab, timeline_tab, checkpoints_tab = st.tabs(["Story", "Timeline", "Checkpoints"])
     now_ns = time.time_ns()
     with story_tab:
-        _story(url, story, blocks, anchor, now_ns)
+        _story(url, story, shown, anchor, now_ns, where=where)
     with timeline_tab:
-        _timeline(story, blocks, now_ns)
+        _timeline(story, shown, now_ns)
     with checkpoints_tab:
         _checkpoints(story)
 
 
-def _page_number(story: Story, anchor: str | None) -> int:
-    """0-based page to show: the linked call's page when a link names one, else the reader's.
+def _page_number(
+    story: Story,
+    blocks: list[Block],
+    pages: list[tuple[int, int]],
+    anchor: str | None,
+    turn: int | None,
+) -> int:
+    """0-based page to show: the linked call's page, else the chosen turn's, else the reader's.
 
-    The pagination widget's key includes the linked call, so following a new link starts a
-    new widget on that call's page, while paging by hand keeps working.
+    The pagination widget's key includes the link and the turn, so following a new link or
+    jumping starts a new widget on that page, while paging by hand keeps working.
     """
-    pages = max(1, len(story.pages))
-    if pages == 1:
+    if len(pages) <= 1:
         return 0
-    wanted = story.page_of(anchor) or 0
-    digest = call_key(f"{story.session_id}\x00{anchor or ''}")[5:]
+    index: int | None = None
+    if anchor is not None and anchor in story.top_of:
+        holder = story.blocks[story.top_of[anchor]]
+        index = next((i for i, b in enumerate(blocks) if b is holder), None)
+    elif turn is not None:
+        index = next((i for i, b in enumerate(blocks) if b.turn == turn), None)
+    wanted = page_holding(pages, index) if index is not None else None
+    digest = call_key(f"{story.session_id}\x00{anchor or ''}\x00{turn}\x00{len(blocks)}")[5:]
     with st.container(horizontal=True, vertical_alignment="center"):
-        number = st.pagination(pages, default=wanted + 1, key=f"story-page-{digest}")
-        start, end = story.pages[number - 1]
-        shown = sum(b.size for b in story.blocks[start:end])
-        st.caption(f"Page {number} of {pages} · {shown} of {story.total} calls")
+        number = st.pagination(len(pages), default=(wanted or 0) + 1, key=f"story-page-{digest}")
+        start, end = pages[number - 1]
+        shown = sum(b.size for b in blocks[start:end])
+        st.caption(f"Page {number} of {len(pages)} · {shown} of {story.total} calls")
     return number - 1
 
 
-def _story(url: str, story: Story, blocks: list[Block], anchor: str | None, now_ns: int) -> None:
+def _story(
+    url: str,
+    story: Story,
+    blocks: list[Block],
+    anchor: str | None,
+    now_ns: int,
+    *,
+    where: CallFilter,
+) -> None:
     if not blocks:
-        st.info("This session has no calls yet.")
+        st.info("No call matches the search." if where.active else "This session has no calls yet.")
         return
     opened = frozenset(story.ancestors(anchor)) if anchor else frozenset[str]()
     view = StoryView(
@@ -218,120 +319,25 @@ def _story(url: str, story: Story, blocks: list[Block], anchor: str | None, now_
         now_ns=now_ns,
         anchor=anchor,
         opened=opened,
-        detail=lambda call_id: _detail(url, call_id),
+        keep=where if where.active else None,
+        detail=lambda call_id: detail(url, story, call_id),
     )
     for turn, turn_blocks in turns(blocks):
-        st.subheader(f"Turn {turn}" if turn is not None else "Calls outside a turn")
+        first = turn_blocks[0]
+        fold = "fold-" + call_key(f"{story.session_id}\x00{first.key}")[5:]
+        with st.container(horizontal=True, vertical_alignment="center", key=_turn_key(story, turn)):
+            st.subheader(f"Turn {turn}" if turn is not None else "Calls outside a turn")
+            folded = st.toggle(
+                f"Collapse turn {turn}" if turn is not None else "Collapse", key=fold
+            )
+        holds_anchor = anchor in story.top_of and any(
+            b is story.blocks[story.top_of[anchor]] for b in turn_blocks
+        )
+        if folded and not holds_anchor:
+            st.caption(f"Collapsed · {count_text(sum(b.size for b in turn_blocks))}")
+            continue
         for block in turn_blocks:
             story_block(view, block)
-
-
-def _when(ns: int | None) -> str:
-    if ns is None:
-        return "—"
-    return datetime.fromtimestamp(ns / 1e9).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
-def _redaction_text(raw: str | None) -> str | None:
-    if not raw:
-        return None
-    try:
-        data: Any = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    fields = cast("dict[str, Any]", data)
-    parts: list[str] = []
-    for what in ("args", "output"):
-        action = fields.get(what)
-        if action and action != "keep":
-            parts.append(f"{what}: {action}")
-    if fields.get("intent_hidden"):
-        parts.append("intent hidden by policy")
-    if fields.get("outcome_hidden"):
-        parts.append("outcome hidden by policy")
-    scrubbed = fields.get("scrubbed")
-    if isinstance(scrubbed, int) and scrubbed:
-        parts.append(f"{scrubbed} secret{'s' if scrubbed != 1 else ''} scrubbed")
-    return " · ".join(str(p) for p in parts) or None
-
-
-def _payload(title: str, raw: str | None) -> None:
-    st.caption(title)
-    if raw is None:
-        st.text("(not stored)")
-        return
-    cut = len(raw) > MAX_PAYLOAD_CHARS
-    text = raw[:MAX_PAYLOAD_CHARS]
-    if not cut:
-        try:
-            value: Any = json.loads(text)
-        except ValueError:
-            value = None
-        if isinstance(value, dict | list):
-            st.json(structure(value), expanded=2)
-            return
-    st.code(plain(text), language=None, wrap_lines=True)
-    if cut:
-        st.caption(f"Cut at {MAX_PAYLOAD_CHARS:,} of {len(raw):,} characters.")
-
-
-def _detail(url: str, call_id: str) -> None:
-    """Everything stored about one call, as stored (plain text, JSON viewer, code blocks)."""
-    anchor = _data.call(url, call_id)
-    if anchor is None:
-        st.caption("This call is no longer in the ledger.")
-        return
-    _detail_body(anchor)
-
-
-def _detail_body(a: Anchor) -> None:
-    status = a["status"]
-    facts = [
-        f"Status: {STATUS_WORDS.get(status, status)} ({status})",
-        f"Tool: {one_line(a['tool_name'], 200)}",
-        f"Agent: {one_line(a['agent_id'], 200) or '—'}",
-        f"Turn: {a['turn'] if a['turn'] is not None else '—'}",
-        f"Sequence: {a['seq']}"
-        + (f" · settled at {a['settle_seq']}" if a["settle_seq"] is not None else ""),
-        f"Started: {_when(a['start_ns'])}",
-        f"Ended: {_when(a['end_ns'])}",
-        f"Duration: {format_duration(a['duration_ms']) or '—'}",
-        f"Call id: {one_line(a['tool_call_id'], 200)}",
-    ]
-    if a["batch_id"]:
-        facts.append(f"Block: {one_line(a['batch_id'], 200)}")
-    parent = a["parent_call_id"]
-    if a["trace_id"]:
-        facts.append(
-            f"Trace: {one_line(a['trace_id'], 200)}  span: {one_line(a['span_id'], 200) or '—'}"
-        )
-    redaction = _redaction_text(a["redaction"])
-    if redaction:
-        facts.append(f"Redaction: {redaction}")
-    with st.container(border=True, key="call-detail"):
-        st.caption("Label")
-        st.text(plain(call_label(a)))
-        if a["intent"]:
-            st.caption("Intent")
-            st.text(plain(a["intent"]))
-        elif status not in LIVE_STATUSES or a["redaction"]:
-            st.caption("Intent")
-            st.text("(none: the call carries no visible intent)")
-        if a["outcome"]:
-            st.caption("Outcome")
-            st.text(plain(a["outcome"]))
-        st.text("\n".join(facts))
-        if parent:
-            with st.container(horizontal=True, vertical_alignment="center"):
-                st.text("Spawned by: " + one_line(parent, 200), wrap=False, width="content")
-                link_to_call(a["session_id"], parent, label="Open the spawning call")
-        if a["error"]:
-            st.caption("Error")
-            st.code(plain(a["error"]), language=None, wrap_lines=True)
-        _payload("Arguments (as the redaction policy left them)", a["args"])
-        _payload("Result (as the redaction policy left it)", a["result"])
 
 
 def _timeline_frame(story: Story, blocks: list[Block], now_ns: int) -> pd.DataFrame:
@@ -370,21 +376,26 @@ def _timeline(story: Story, blocks: list[Block], now_ns: int) -> None:
     names = base.mark_text(align="left", baseline="middle", limit=420, fontSize=12).encode(
         x=alt.value(0), text=alt.Text("label:N")
     )
-    bars = base.mark_bar(cornerRadius=2, height={"band": 0.7}).encode(
-        x=alt.X("start_s:Q", title="seconds since the session started"),
-        x2="end_s:Q",
-        color=alt.Color(
-            "status:N",
-            scale=alt.Scale(domain=list(STATUSES), range=[STATUS_COLORS[s] for s in STATUSES]),
-            legend=alt.Legend(orient="top", title=None),
-        ),
-        tooltip=[
-            alt.Tooltip("full:N", title="call"),
-            alt.Tooltip("tool:N"),
-            alt.Tooltip("status:N"),
-            alt.Tooltip("duration:N"),
-            alt.Tooltip("seq:Q", title="sequence"),
-        ],
+    pick = alt.selection_point(name=_PICK, fields=["seq"], on="click")
+    bars = (
+        base.mark_bar(cornerRadius=2, height={"band": 0.7}, cursor="pointer")
+        .encode(
+            x=alt.X("start_s:Q", title="seconds since the session started"),
+            x2="end_s:Q",
+            color=alt.Color(
+                "status:N",
+                scale=alt.Scale(domain=list(STATUSES), range=[STATUS_COLORS[s] for s in STATUSES]),
+                legend=alt.Legend(orient="top", title=None),
+            ),
+            tooltip=[
+                alt.Tooltip("full:N", title="call"),
+                alt.Tooltip("tool:N"),
+                alt.Tooltip("status:N"),
+                alt.Tooltip("duration:N"),
+                alt.Tooltip("seq:Q", title="sequence"),
+            ],
+        )
+        .add_params(pick)
     )
     height = alt.Step(TIMELINE_ROW_PX)
     chart = alt.hconcat(
@@ -392,8 +403,31 @@ def _timeline(story: Story, blocks: list[Block], now_ns: int) -> None:
         bars.properties(width=520, height=height),
         spacing=6,
     ).resolve_scale(y="shared")  # pyright: ignore[reportUnknownMemberType]  # altair's **kwds are untyped
-    st.altair_chart(chart, width="content")
+    event = st.altair_chart(
+        chart, width="content", on_select="rerun", selection_mode=_PICK, key=_TIMELINE_KEY
+    )
     st.caption(f"{count_text(len(frame))} on this page, one row each, in sequence order.")
+    st.caption("Click a bar to open its call.")
+    # (mapping access: a selection set through session state comes back as a plain dict)
+    selection: object = cast("dict[str, object]", event).get("selection")
+    picked = _picked_seq(cast("dict[str, object]", selection).get(_PICK) if selection else None)
+    if picked is not None:
+        by_seq = {c.seq: c.id for c in story.calls.values()}
+        del st.session_state[_TIMELINE_KEY]
+        if picked in by_seq:
+            st.query_params[ANCHOR_PARAM] = by_seq[picked]
+            st.rerun()
+
+
+def _picked_seq(points: object) -> int | None:
+    """The sequence number of the bar clicked (the chart's point selection), if any."""
+    if not isinstance(points, list) or not points:
+        return None
+    first = cast("list[object]", points)[0]
+    if not isinstance(first, dict):
+        return None
+    seq = cast("dict[str, object]", first).get("seq")
+    return seq if isinstance(seq, int) else None
 
 
 def _checkpoints(story: Story) -> None:
