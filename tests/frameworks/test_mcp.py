@@ -18,7 +18,7 @@ from tests.support.frameworks import (
     SESSION,
     FrameworkRun,
     check,
-    framework_run,
+    instrumented_run,
     search_result,
 )
 from tests.support.langfuse_server import langfuse_session, langfuse_type
@@ -30,15 +30,10 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FrameworkRu
     import mcp.shared._otel
     from openinference.instrumentation.mcp import MCPInstrumentor
 
-    with framework_run(tmp_path) as fw:
+    with instrumented_run(tmp_path, MCPInstrumentor()) as fw:
         # mcp takes its tracer from the global provider (configure() sets it; tests do not)
         monkeypatch.setattr(mcp.shared._otel, "_tracer", fw.provider.get_tracer("mcp-python-sdk"))
-        instrumentor = MCPInstrumentor()
-        instrumentor.instrument(tracer_provider=fw.provider)
-        try:
-            yield fw
-        finally:
-            instrumentor.uninstrument()
+        yield fw
 
 
 def _drive(fw: FrameworkRun) -> list[Any]:

@@ -17,7 +17,7 @@ from tests.support.frameworks import (
     Exported,
     FrameworkRun,
     check,
-    framework_run,
+    instrumented_run,
     search_result,
 )
 
@@ -26,14 +26,11 @@ from tests.support.frameworks import (
 def run(tmp_path: Path) -> Iterator[FrameworkRun]:
     from opentelemetry.instrumentation.langchain import LangchainInstrumentor
 
-    with framework_run(tmp_path) as fw:
-        instrumentor = LangchainInstrumentor()
-        instrumentor.instrument(tracer_provider=fw.provider)
-        try:
+    try:
+        with instrumented_run(tmp_path, LangchainInstrumentor()) as fw:
             yield fw
-        finally:
-            instrumentor.uninstrument()
-            _unwrap_callback_manager()
+    finally:
+        _unwrap_callback_manager()
 
 
 def _unwrap_callback_manager() -> None:

@@ -16,6 +16,8 @@ what each destination holds; ``check`` compares it with what a user should see:
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,10 +34,15 @@ from tests.support.langfuse_server import (
     langfuse_type,
 )
 from tests.support.otlp_receiver import OtlpReceiver, WireSpan
+from tests.support.sse import SSEServer
 from tracing import TracingSetup, configure, default_registry, session
 from tracing import attributes as A
 from tracing.anchor import Anchor
 from tracing.ledger import Ledger, open_ledger
+
+# litellm (under DSPy; imported by Agno's model scan) fetches its price list from the network
+# unless told not to
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 SESSION = "conv-frameworks"
 AGENT = "coder"
@@ -55,9 +62,60 @@ FAILED_NAME = f"{FAILING[0]} · failed"
 EXPECTED_NAMES = sorted([*OUTCOMES.values(), FAILED_NAME])
 
 
+CALLS: list[tuple[str, str, dict[str, str]]] = [
+    *((f"call_{n}", "search_code", {"intent": i, "query": q}) for n, (i, q) in enumerate(SEARCHES)),
+    ("call_9", "read_file", {"intent": FAILING[0], "path": FAILING[1]}),
+]
+"""The scenario's calls as the model asks for them: (call id, tool, arguments)."""
+
+
+def chat_completion(message: dict[str, Any], finish_reason: str) -> bytes:
+    """An OpenAI Chat Completions response body (not streamed), as the API sends it."""
+    body = {
+        "id": "chatcmpl-frameworks",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+    }
+    return json.dumps(body).encode()
+
+
+@contextlib.contextmanager
+def scripted_openai_model() -> Iterator[str]:
+    """The scripted model behind a loopback OpenAI Chat Completions endpoint (its base URL,
+    ``.../v1``, is yielded): one response asking for the scenario's three calls at once, then
+    the final answer ``done``."""
+    tool_calls = [
+        {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+        for i, n, a in CALLS
+    ]
+    server = SSEServer().start()
+    try:
+        for message, finish in (
+            ({"role": "assistant", "content": None, "tool_calls": tool_calls}, "tool_calls"),
+            ({"role": "assistant", "content": "done"}, "stop"),
+        ):
+            server.respond([chat_completion(message, finish)], content_type="application/json")
+        yield f"{server.url}/v1"
+    finally:
+        server.stop()
+
+
 def search_result(query: str) -> dict[str, Any]:
     """What the ``search_code`` tool of every framework returns (its outcome names the call)."""
     return {"hits": 2, "outcome": f"Found 2 results for {query}"}
+
+
+def search_code(intent: str, query: str) -> str:
+    """Search the code base."""
+    return json.dumps(search_result(query))
+
+
+def read_file(intent: str, path: str) -> str:
+    """Read one file."""
+    raise FileNotFoundError(path)
 
 
 @dataclass(frozen=True)
@@ -126,6 +184,17 @@ def framework_run(tmp_path: Path) -> Iterator[FrameworkRun]:
             if setup.langfuse is not None:
                 setup.langfuse.shutdown()
             setup.shutdown()
+
+
+@contextlib.contextmanager
+def instrumented_run(tmp_path: Path, instrumentor: Any) -> Iterator[FrameworkRun]:
+    """``framework_run`` with an OpenTelemetry instrumentor on its provider for the run."""
+    with framework_run(tmp_path) as fw:
+        instrumentor.instrument(tracer_provider=fw.provider)
+        try:
+            yield fw
+        finally:
+            instrumentor.uninstrument()
 
 
 def check(got: Exported, *, parallel_batch: bool = True, args_stripped: bool = True) -> None:

@@ -274,10 +274,19 @@ def _openinference_match(name: str, attributes: Mapping[str, Any]) -> bool:
     return isinstance(kind, str) and kind.upper() == A.OPENINFERENCE_TOOL
 
 
+def _openinference_tool_name(name: str) -> str:
+    # DSPy's TOOL spans set no tool.name and are named `<tool>.__call__` / `<tool>.acall`
+    for suffix in (".__call__", ".acall"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
 OPENINFERENCE: Final = AttributeConvention(
     name="openinference",
     match=_openinference_match,
     tool_name_keys=(A.OI_TOOL_NAME,),
+    tool_name_from_span=_openinference_tool_name,
     call_id_keys=(A.OI_TOOL_CALL_ID, A.GEN_AI_TOOL_CALL_ID),
     args_keys=(A.OI_INPUT_VALUE, A.OI_TOOL_CALL_FUNCTION_ARGUMENTS),
     result_keys=(A.OI_OUTPUT_VALUE,),

@@ -282,9 +282,11 @@ def _payloads(parsed: Any, depth: int = 0) -> list[Mapping[str, Any]]:
     """The mapping a result is, and those inside message envelopes: ``{"content": "<json>"}``,
     ``{"data": {"content": ...}}`` (LangChain messages), ``{"kwargs": {"content": ...}}``,
     ``{"output": <message>}`` (Traceloop's LangChain tool output),
-    MCP ``{"content": [{"type": "text", "text": "<json>"}]}``."""
+    MCP ``{"content": [{"type": "text", "text": "<json>"}]}``, a JSON string of JSON text."""
     if depth > 3:
         return []
+    if isinstance(parsed, str):  # a JSON text encoded once more (DSPy's tool output)
+        return _payloads(parse_json(parsed), depth + 1)
     if isinstance(parsed, list):
         out: list[Mapping[str, Any]] = []
         for item in cast("list[Any]", parsed)[:8]:
@@ -312,7 +314,13 @@ def _payloads(parsed: Any, depth: int = 0) -> list[Mapping[str, Any]]:
 def result_outcome(raw: Any) -> tuple[str | None, Mapping[str, Any] | None]:
     """``(outcome, outcome_patch)`` from a tool result that carries them (JSON or mapping),
     also inside a message envelope (LangChain ``ToolMessage``, MCP text content)."""
-    for mapping in _payloads(parse_json(raw, max_chars=FULL_PARSE_MAX_CHARS)):
+    parsed = parse_json(raw, max_chars=FULL_PARSE_MAX_CHARS)
+    if parsed is None and isinstance(raw, str) and raw.lstrip()[:1] == '"':
+        try:  # a JSON string whose text is the result (DSPy's OpenInference tool output)
+            parsed = json.loads(raw)
+        except (ValueError, RecursionError):
+            parsed = None
+    for mapping in _payloads(parsed):
         outcome = mapping.get("outcome")
         patch = mapping.get("outcome_patch")
         if not isinstance(outcome, str) or outcome.isspace():
