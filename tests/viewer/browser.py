@@ -73,8 +73,11 @@ class Tab:
 
 
 @contextlib.contextmanager
-def chromium_tab(base: str, width: int = 1400, height: int = 1000) -> Iterator[Tab]:
-    """One headless Chromium tab that records dialogs and requests, warmed up on ``base``."""
+def chromium_tab(
+    base: str, width: int = 1400, height: int = 1000, timezone_id: str | None = None
+) -> Iterator[Tab]:
+    """One headless Chromium tab that records dialogs and requests, warmed up on ``base``
+    (``timezone_id``: the browser's time zone, else the machine's)."""
     from playwright.sync_api import Dialog, Request, sync_playwright
 
     with sync_playwright() as pw:
@@ -83,7 +86,10 @@ def chromium_tab(base: str, width: int = 1400, height: int = 1000) -> Iterator[T
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
         )
         try:
-            tab = Tab(chromium.new_page(viewport={"width": width, "height": height}), base)
+            page = chromium.new_page(
+                viewport={"width": width, "height": height}, timezone_id=timezone_id
+            )
+            tab = Tab(page, base)
 
             def on_dialog(dialog: Dialog) -> None:
                 tab.dialogs.append(dialog.message)

@@ -109,6 +109,14 @@ def _time_column(label: str, times: str, zone: str) -> Any:
     )
 
 
+def _times_note(times: str, zone: str) -> str:
+    if times == "relative":
+        return "Times relative to now (hover a column header for more)."
+    if times == "utc" or zone == "UTC":
+        return "Times in UTC."
+    return f"Times in {zone}, your browser's time zone."
+
+
 def render() -> None:
     """Sessions, most recent activity first."""
     st.title("Sessions")
@@ -234,6 +242,7 @@ def _sessions(url: str) -> None:
                 ),
             },
         )
+        st.caption(_times_note(times, zone))
         chosen = picked.selection.rows
         target = page("session")
         if chosen and target is not None:
