@@ -278,24 +278,35 @@ def test_partial_success_names_the_rejected_spans(collected: Collected) -> None:
     assert len(collected.ledger.calls()) == 1
 
 
-def test_protobuf_with_invalid_utf8_keeps_the_rest_of_the_batch(collected: Collected) -> None:
-    """A string field of one span holding bytes that are not UTF-8 (an exporter in another
-    language copying raw bytes): protobuf refuses the whole message; the receiver repairs the
-    bad values (U+FFFD), counts them, and keeps every span. Real bytes over loopback HTTP."""
+@pytest.mark.parametrize("kind", [PROTOBUF, JSON])
+def test_text_that_is_not_utf8_keeps_the_rest_of_the_batch(collected: Collected, kind: str) -> None:
+    """One span's strings holding bytes that are not UTF-8 (an exporter in another language
+    copying raw bytes): protobuf refuses the whole message for it, a JSON parser the whole
+    body; the receiver repairs the bad bytes (U+FFFD), counts them, and keeps every span. Real
+    bytes over loopback HTTP."""
     spans = make_spans(4)
-    body = protobuf_body(spans)
+    body = protobuf_body(spans) if kind == PROTOBUF else json_body(spans)
     # same-length swaps keep every length prefix valid: the intent of call 2 and a value of
     # call 3 get bytes that are not UTF-8 (a lone continuation byte, a truncated sequence)
-    for good, bad in ((b"thing 2", b"th\x80ng 2"), (b'"q": "3"', b'"q": "\xe2"')):
+    value = b'"q": "3"' if kind == PROTOBUF else b'\\"q\\": \\"3\\"'
+    for good, bad in ((b"thing 2", b"th\x80ng 2"), (value, value.replace(b"3", b"\xe2"))):
         assert body.count(good) >= 1, good
         body = body.replace(good, bad)
-    with pytest.raises(DecodeError, match="UTF-8"):
-        ExportTraceServiceRequest.FromString(body)
-    response = post(collected.url, body)
+    if kind == PROTOBUF:
+        with pytest.raises(DecodeError, match="UTF-8"):
+            ExportTraceServiceRequest.FromString(body)
+    else:
+        with pytest.raises(UnicodeDecodeError):
+            body.decode()
+    response = post(collected.url, body, content_type=kind)
     assert response.status == 200, status_message(response)
-    parsed = export_response(response)
-    assert parsed.partial_success.rejected_spans == 0
-    assert "not UTF-8" in parsed.partial_success.error_message
+    if kind == PROTOBUF:
+        partial = export_response(response).partial_success
+        assert partial.rejected_spans == 0
+        assert "not UTF-8" in partial.error_message
+    else:
+        assert "not UTF-8" in response.json()["partialSuccess"]["errorMessage"]
+        assert "rejectedSpans" not in response.json()["partialSuccess"]
     anchors = {a["intent"]: a for a in collected.ledger.calls().values()}
     assert set(anchors) == {
         "Searching for thing 0",

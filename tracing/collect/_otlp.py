@@ -13,9 +13,9 @@ Two kinds of failure:
   not an OTLP value): the span is *rejected* and counted, the others go on — the receiver
   reports it in ``partial_success``.
 
-And one repair: a protobuf string value that is not UTF-8 (protobuf refuses the whole message
-for it) is kept with U+FFFD in place of the bad bytes and counted (``DecodedBatch.repaired``);
-its span and the rest of the batch are used.
+And one repair: text that is not UTF-8 (a protobuf string value, which makes protobuf refuse
+the whole message; bytes in a JSON body) is kept with U+FFFD in place of the bad bytes and
+counted (``DecodedBatch.repaired``); its span and the rest of the batch are used.
 
 OTLP/JSON follows the OTLP specification: lowerCamelCase keys (snake_case accepted too), trace
 and span ids as hex (base64 accepted too), 64-bit integers as decimal strings or numbers, enum
@@ -70,8 +70,8 @@ class DecodedBatch:
     reasons: list[str] = field(default_factory=list[str])
     """The first few rejection reasons (``MAX_REASONS``), one line each."""
     repaired: int = 0
-    """String values that were not UTF-8 (protobuf), kept with U+FFFD in place of the bad
-    bytes: their spans are used, not rejected."""
+    """Text that was not UTF-8, kept with U+FFFD in place of the bad bytes (protobuf: string
+    values; JSON: byte sequences): their spans are used, not rejected."""
 
     def reject(self, reason: str) -> None:
         self.rejected += 1
@@ -561,21 +561,28 @@ def _json_span(
 def decode_json(body: bytes | str) -> DecodedBatch:
     """Decode an OTLP/JSON ``ExportTraceServiceRequest`` (raises ``OtlpDecodeError``)."""
     data = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+    repaired = 0
     try:
         parsed = jiter.from_json(data)
     except ValueError as exc:
-        if "surrogate" not in str(exc):
+        if "surrogate" not in str(exc) and "unicode" not in str(exc):
             raise OtlpDecodeError(f"body is not JSON: {exc}") from None
-        # A JSON escape of half a surrogate pair (valid JSON, which jiter refuses): the
-        # standard library reads it; the writers coerce what it makes (ids, labels, text).
+        # A JSON escape of half a surrogate pair (valid JSON, which jiter refuses), or bytes
+        # that are not UTF-8: the standard library reads the text (surrogates kept, the
+        # writers coerce them; bytes that are not UTF-8 replaced with U+FFFD and counted).
         try:
-            parsed = json.loads(data.decode("utf-8", "surrogatepass"))
+            text = data.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            text = data.decode("utf-8", "replace")
+            repaired = text.count("\ufffd") - data.count("\ufffd".encode())
+        try:
+            parsed = json.loads(text)
         except (ValueError, RecursionError) as again:
             raise OtlpDecodeError(f"body is not JSON: {again}") from None
     root = _as_object(parsed, "body") if parsed is not None else None
     if root is None:
         raise OtlpDecodeError("body: expected an object with resourceSpans, got null")
-    batch = DecodedBatch()
+    batch = DecodedBatch(repaired=repaired)
     for r, rs_raw in enumerate(
         _as_list(_get(root, "resourceSpans", "resource_spans"), "resourceSpans")
     ):
