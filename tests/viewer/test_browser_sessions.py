@@ -22,20 +22,10 @@ WAIT_MS = 30_000
 
 
 @pytest.fixture(scope="module")
-def server(fixture_url: str) -> Iterator[str]:
-    with serve(fixture_url) as base:
-        yield base
-
-
-@pytest.fixture(scope="module")
-def browser_tab(server: str) -> Iterator[Tab]:
-    with chromium_tab(server, timezone_id=ZONE) as tab:
+def browser_tab(fixture_url: str) -> Iterator[Tab]:
+    """The viewer on the fixture ledger and one Chromium tab on it, in ``ZONE``."""
+    with serve(fixture_url) as base, chromium_tab(base, timezone_id=ZONE) as tab:
         yield tab
-
-
-@pytest.fixture
-def tab(browser_tab: Tab) -> Any:
-    return browser_tab.page
 
 
 def title(tab: Any, text: str) -> None:
@@ -81,7 +71,8 @@ def toggle(tab: Any, label: str) -> None:
     tab.locator("[data-testid=stCheckbox]", has_text=label).locator("label").first.click()
 
 
-def test_back_and_forward_walk_sessions_session_call_live(server: str, tab: Any) -> None:
+def test_back_and_forward_walk_sessions_session_call_live(browser_tab: Tab) -> None:
+    server, tab = browser_tab.base, browser_tab.page
     tab.goto(server)
     title(tab, "Sessions")
     caption(tab, f"Sessions 1–{TOTAL} of {TOTAL}")
@@ -125,7 +116,8 @@ def test_back_and_forward_walk_sessions_session_call_live(server: str, tab: Any)
     title(tab, "Live")
 
 
-def test_sort_runs_over_every_page(server: str, tab: Any) -> None:
+def test_sort_runs_over_every_page(browser_tab: Tab) -> None:
+    server, tab = browser_tab.base, browser_tab.page
     tab.goto(server)
     caption(tab, f"Sessions 1–{TOTAL} of {TOTAL}")
     pick(tab, "Per page", "25")
@@ -142,7 +134,8 @@ def test_sort_runs_over_every_page(server: str, tab: Any) -> None:
     assert rows_become(tab, lambda rows: rows[-2:] == [LIVE, AUTH])[-2:] == [LIVE, AUTH]
 
 
-def test_errors_and_live_toggles_and_back(server: str, tab: Any) -> None:
+def test_errors_and_live_toggles_and_back(browser_tab: Tab) -> None:
+    server, tab = browser_tab.base, browser_tab.page
     tab.goto(server)
     caption(tab, f"Sessions 1–{TOTAL} of {TOTAL}")
     toggle(tab, "Errors")
@@ -160,7 +153,8 @@ def test_errors_and_live_toggles_and_back(server: str, tab: Any) -> None:
     assert rows_become(tab, lambda rows: rows == [AUTH]) == [AUTH]
 
 
-def test_time_range(server: str, tab: Any) -> None:
+def test_time_range(browser_tab: Tab) -> None:
+    server, tab = browser_tab.base, browser_tab.page
     tab.goto(server)
     caption(tab, f"Sessions 1–{TOTAL} of {TOTAL}")
     pick(tab, "Time range", "Last 24 hours")  # the fixture's sessions are older
@@ -176,7 +170,8 @@ def test_time_range(server: str, tab: Any) -> None:
     caption(tab, f"Sessions 1–{TOTAL} of {TOTAL}")
 
 
-def test_times_local_utc_relative(server: str, tab: Any) -> None:
+def test_times_local_utc_relative(browser_tab: Tab) -> None:
+    server, tab = browser_tab.base, browser_tab.page
     tab.goto(server)
     caption(tab, f"Sessions 1–{TOTAL} of {TOTAL}")
     # times in the browser's zone, and the page says which
