@@ -228,6 +228,46 @@ def test_round_trip_any_attributes(attributes: dict[str, Any]) -> None:
     assert [comparable(v) for v in js.spans] == expected
 
 
+def _not_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+@given(
+    prefix=st.text(max_size=8),
+    suffix=st.text(max_size=8),
+    bad=st.lists(st.integers(0x80, 0xFF), min_size=4, max_size=4).map(bytes).filter(_not_utf8),
+    others=st.dictionaries(st.text(min_size=1, max_size=6), st.text(max_size=8), max_size=4),
+)
+def test_text_that_is_not_utf8_is_repaired_and_the_rest_kept(
+    prefix: str, suffix: str, bad: bytes, others: dict[str, str]
+) -> None:
+    """Bytes that are not UTF-8 put into one attribute value of a real body (protobuf and
+    JSON): every span is still decoded, that value reads as its bytes decoded with U+FFFD,
+    everything else is as it was."""
+    marker = "\x01QZ\x02"  # (4 bytes in either encoding, found nowhere else)
+    attributes = {**others, "bad": prefix + marker + suffix}
+    spans = sdk_spans(attributes)
+    expected = [comparable(span_view(s)) for s in spans]
+    repaired = prefix + bad.decode("utf-8", "replace") + suffix
+    for view in expected:
+        if "bad" in view["attributes"]:
+            view["attributes"]["bad"] = repaired
+    bodies = (
+        (decode_protobuf, encode_spans(spans).SerializeToString(), b"\x01QZ\x02"),
+        (decode_json, json.dumps(spans_to_json(spans)).encode(), b"\\u0001QZ\\u0002"),
+    )
+    for decode, body, raw_marker in bodies:
+        clean = body.replace(raw_marker, marker.encode()) if decode is decode_json else body
+        assert clean.count(marker.encode()) == 1
+        batch = decode(clean.replace(marker.encode(), bad))
+        assert [comparable(v) for v in batch.spans] == expected
+        assert batch.rejected == 0 and batch.repaired >= 1
+
+
 @given(st.binary(max_size=500))
 def test_any_bytes_decode_or_fail_cleanly(body: bytes) -> None:
     for decode in (decode_protobuf, decode_json):
