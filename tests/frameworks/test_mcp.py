@@ -22,6 +22,7 @@ from tests.support.frameworks import (
     search_result,
 )
 from tests.support.langfuse_server import langfuse_session, langfuse_type
+from tracing import MCPToolArgs
 from tracing import attributes as A
 
 
@@ -36,11 +37,11 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FrameworkRu
         yield fw
 
 
-def _drive(fw: FrameworkRun) -> list[Any]:
+def _drive(fw: FrameworkRun, *, middleware: list[Any] | None = None) -> list[Any]:
     from mcp import Client
     from mcp.server.mcpserver import MCPServer
 
-    server = MCPServer("code")
+    server = MCPServer("code", middleware=middleware)
 
     @server.tool()
     def search_code(intent: str, query: str) -> dict[str, Any]:
@@ -93,12 +94,22 @@ def test_mcp_tool_spans_reach_every_destination(run: FrameworkRun) -> None:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="mcp 2.x's own tool spans carry no arguments or result (only gen_ai.tool.name), so "
-    "no intent can be read; Traceloop's MCP instrumentation, which records them, patches "
-    "mcp 1.x's mcp.shared.session (gone in 2.x)",
-)
-def test_mcp_client_tool_calls_named_by_intent(run: FrameworkRun) -> None:
+def test_without_the_middleware_mcp_calls_are_not_named(run: FrameworkRun) -> None:
+    # mcp 2.x's own tool spans carry no arguments or result (only gen_ai.tool.name): the calls
+    # keep their `tools/call <tool>` names (Traceloop's MCP instrumentation, which records
+    # them, patches mcp 1.x's mcp.shared.session, gone in 2.x)
     _drive(run)
+    got = run.finish()
+    assert sorted(s.name for s in got.otlp) == [
+        "tools/call read_file",
+        "tools/call search_code",
+        "tools/call search_code",
+    ]
+    assert not any(a["intent"] for a in got.anchors)
+
+
+def test_mcp_tool_calls_named_by_intent_with_the_server_middleware(run: FrameworkRun) -> None:
+    results = _drive(run, middleware=[MCPToolArgs()])
+    assert [r.is_error for r in results] == [False, False, True]
+    # each call is its own client request: no model step groups the two searches
     check(run.finish(), parallel_batch=False)

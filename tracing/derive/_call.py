@@ -44,7 +44,7 @@ from tracing.derive._redact import (
     with_tag,
 )
 from tracing.intent import INTENT_ARG, apply_outcome, read_intent, sanitize_label
-from tracing.intent._args import ArgsPath, locate_candidate, without_intent
+from tracing.intent._args import ArgsPath, args_without_intent, locate_candidate
 from tracing.status import Status, frame_label
 
 Naming = Literal["intent", "stable"]
@@ -436,7 +436,7 @@ def _ledger_args(
             return written
     parsed = parse_json(redacted)
     if gate and path:
-        parsed = without_intent(parsed, path)
+        parsed = args_without_intent(parsed, path)
     kwargs, positional = unwrap_args(parsed)
     if kwargs is not None:
         kept = {k: v for k, v in kwargs.items() if not (gate and k == "intent")}

@@ -201,7 +201,7 @@ def _cut_member(text: str, intent: str) -> str:
     return text
 
 
-def without_intent(parsed: Any, path: ArgsPath) -> Any:
+def args_without_intent(parsed: Any, path: ArgsPath) -> Any:
     """``without_path(parsed, path)``, and the intent found there cut out of the string members
     beside the path that spell the args out as text (Traceloop's LangChain ``input_str``, a
     Python repr of the args beside them as ``inputs``): the ledger keeps no copy of the intent."""

@@ -5,7 +5,8 @@
 * :func:`configure` / :func:`wrap_provider`: the four setups of docs/tracing.md;
 * ``session``, ``activity``, ``tool_call``, ``tool``, ``harvest``, ``current_call``: tool calls
   as GenAI semconv ``execute_tool`` spans for apps without a framework;
-* :func:`langfuse_span_mask`: the Langfuse SDK's ``mask_otel_spans`` hook by the policy.
+* :func:`langfuse_span_mask`: the Langfuse SDK's ``mask_otel_spans`` hook by the policy;
+* :class:`MCPToolArgs`: mcp 2.x server middleware recording each tool call's args and result.
 
 Every public name here is also importable from ``tracing``.
 """
@@ -23,6 +24,7 @@ from tracing.otel._instrument import (
     turn,
 )
 from tracing.otel._langfuse import langfuse_span_mask
+from tracing.otel._mcp import MCPToolArgs
 from tracing.otel._options import ConfigError, IntentOptions
 from tracing.otel._processor import IntentSpanProcessor
 from tracing.otel._setup import TracingSetup, configure, wrap_provider
@@ -31,6 +33,7 @@ __all__ = [
     "ConfigError",
     "IntentOptions",
     "IntentSpanProcessor",
+    "MCPToolArgs",
     "ToolCall",
     "TracingSetup",
     "activity",
