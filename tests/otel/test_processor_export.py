@@ -3,9 +3,8 @@ exporting to the same receiver (``base_url``), judged by the Langfuse server's o
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,7 +12,8 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from tests.support.otlp_receiver import OtlpReceiver, WireSpan
+from tests.support.langfuse_server import langfuse_name, langfuse_session, langfuse_type
+from tests.support.otlp_receiver import OtlpReceiver
 from tracing import IntentSpanProcessor, configure, session, tool_call
 from tracing import attributes as A
 
@@ -74,37 +74,7 @@ def test_otlp_http_wire(rx: OtlpReceiver, monkeypatch: pytest.MonkeyPatch) -> No
     assert SECRET.encode() not in b"".join(r.body for r in rx.requests)
 
 
-# -- the Langfuse server's rules (docs/tracing.md; langfuse/langfuse OtelIngestionProcessor) --
-
-
-def langfuse_name(span: WireSpan) -> str:
-    for key in (A.GEN_AI_TOOL_NAME, A.LOGFIRE_MSG, "ai.toolCall.name"):
-        value = span.attributes.get(key)
-        if value:
-            return value if isinstance(value, str) else json.dumps(value)
-    return span.name
-
-
-def langfuse_type(span: WireSpan) -> str:
-    attrs = span.attributes
-    simple = {
-        A.LANGFUSE_OBSERVATION_TYPE: {"tool": "TOOL", "span": "SPAN", "generation": "GENERATION"},
-        A.OPENINFERENCE_SPAN_KIND: {"TOOL": "TOOL", "LLM": "GENERATION", "CHAIN": "CHAIN"},
-        A.GEN_AI_OPERATION_NAME: {"execute_tool": "TOOL", "chat": "GENERATION"},
-    }
-    for key, mapping in simple.items():
-        if attrs.get(key) in mapping:
-            return mapping[attrs[key]]
-    if attrs.get(A.GEN_AI_TOOL_NAME) or attrs.get(A.GEN_AI_TOOL_CALL_ID):
-        return "TOOL"
-    return "SPAN"
-
-
-def langfuse_session(attrs: Mapping[str, Any]) -> str | None:
-    for key in (A.LANGFUSE_SESSION_ID, A.SESSION_ID_KEY, A.GEN_AI_CONVERSATION_ID):
-        if attrs.get(key):
-            return str(attrs[key])
-    return None
+# -- the Langfuse server's rules: tests/support/langfuse_server.py --
 
 
 def _langfuse_kwargs(rx: OtlpReceiver) -> dict[str, Any]:
