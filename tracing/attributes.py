@@ -45,7 +45,8 @@ from typing import Final
 # ours
 
 INTENT: Final = "intentrace.intent"
-"""The intent as shown (redacted by the policy, then ``sanitize_label``); absent when hidden."""
+"""The intent as shown (redacted by the policy, then ``sanitize_label``), whole up to
+``INTENT_MAX_CHARS``; absent when hidden."""
 OUTCOME: Final = "intentrace.outcome"
 """Input: the tool-authored outcome (full replacement). Output: the outcome as shown."""
 OUTCOME_PATCH: Final = "intentrace.outcome_patch"

@@ -43,9 +43,24 @@ from tracing.derive._redact import (
     trace_redactor,
     with_tag,
 )
-from tracing.intent import INTENT_ARG, apply_outcome, read_intent, sanitize_label
+from tracing.intent import (
+    INTENT_ARG,
+    INTENT_MAX_CHARS,
+    LABEL_MAX_CHARS,
+    apply_outcome,
+    read_intent,
+    sanitize_label,
+)
 from tracing.intent._args import ArgsPath, args_without_intent, locate_candidate
-from tracing.status import Status, frame_label
+from tracing.status import (
+    FRAME_ABANDONED,
+    FRAME_BACKGROUND,
+    FRAME_CANCELLED,
+    FRAME_ERROR,
+    FRAME_TIMED_OUT,
+    Status,
+    frame_label,
+)
 
 Naming = Literal["intent", "stable"]
 NAMINGS: Final[tuple[str, ...]] = ("intent", "stable")
@@ -143,10 +158,24 @@ def raw_intent_of(
 
 
 def _visible(text: str | None) -> str | None:
+    """Model- or tool-written text as stored: whole (up to ``INTENT_MAX_CHARS``), one line,
+    control characters removed. It is cut to a label's length only where shown as one."""
     if not text:
         return None
-    label = sanitize_label(text)
+    label = sanitize_label(text, INTENT_MAX_CHARS)
     return label or None
+
+
+_FRAMES: Final = (FRAME_TIMED_OUT, FRAME_ERROR, FRAME_CANCELLED, FRAME_BACKGROUND, FRAME_ABANDONED)
+
+
+def label_name(label: str) -> str:
+    """A label as a span name: its intent or outcome cut to ``LABEL_MAX_CHARS`` with ``…``,
+    its framing (`` · failed``, ...) kept whole at the end."""
+    for frame in _FRAMES:
+        if label.endswith(frame) and len(label) > len(frame):
+            return sanitize_label(label[: -len(frame)], LABEL_MAX_CHARS) + frame
+    return sanitize_label(label, LABEL_MAX_CHARS)
 
 
 def _exception_message(view: SpanView) -> str | None:
@@ -345,7 +374,7 @@ def derive_start(
         intent=intent,
         status=status,
         label=label,
-        name=label if naming == "intent" and intent else None,
+        name=label_name(label) if naming == "intent" and intent else None,
         anchor=anchor,
     )
 
@@ -524,7 +553,7 @@ def derive_call(
         before if isinstance(before, str) and before else view.name
     )
     renamed = naming == "intent" and intent is not None
-    name = label if renamed else original
+    name = label_name(label) if renamed else original
     status_message = (
         safe_text(policy.scrub_text(view.status_message)) if view.status_message else None
     )

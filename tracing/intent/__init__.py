@@ -11,7 +11,7 @@ hot paths (span hooks, stream taps) and never raise. Every name here is also imp
 from __future__ import annotations
 
 from tracing.intent._read import apply_outcome, read_intent, strip_intent
-from tracing.intent._sanitize import sanitize_label
+from tracing.intent._sanitize import INTENT_MAX_CHARS, LABEL_MAX_CHARS, sanitize_label
 from tracing.intent._schema import (
     INTENT_ARG,
     INTENT_DESCRIPTION,
@@ -30,6 +30,8 @@ __all__ = [
     "INTENT_ARG",
     "INTENT_DESCRIPTION",
     "INTENT_LABEL_MARKER",
+    "INTENT_MAX_CHARS",
+    "LABEL_MAX_CHARS",
     "IntentRegistry",
     "IntentStreamReader",
     "StreamingIntent",

@@ -28,6 +28,13 @@ _REMOVE: Final = re.compile(
 )
 _SPACE: Final = re.compile(r"\s+")
 _ELLIPSIS: Final = "…"
+
+INTENT_MAX_CHARS: Final = 2000
+"""How much of an intent (or outcome) is stored: whole, up to this many characters (redacted,
+control characters removed). A sentence never needs more; the bound keeps a runaway model's
+text from filling the ledger and every span."""
+LABEL_MAX_CHARS: Final = 120
+"""How much of it is shown where it is a label (span names, list rows): cut with ``…``."""
 _LONG_INPUT: Final = 16
 
 
@@ -69,7 +76,7 @@ def _grapheme_cut(text: str, cut: int) -> int:
     return cut
 
 
-def sanitize_label(text: str, max_chars: int = 120) -> str:
+def sanitize_label(text: str, max_chars: int = LABEL_MAX_CHARS) -> str:
     """One line of plain text, safe to show in a terminal, a span name or a web page.
 
     Removes control characters, ANSI CSI sequences and OSC (and DCS/SOS/PM/APC) sequences

@@ -29,6 +29,7 @@ from tracing.derive._call import (
     StartCall,
     derive_call,
     derive_start,
+    label_name,
     langfuse_attributes,
     raw_intent_of,
     settle_status,
@@ -293,7 +294,7 @@ class CallTracker:
             tool_name=start.anchor["tool_name"], status=Status.BACKGROUND, intent=start.intent
         )
         if self._naming == "intent" and start.intent:
-            span.update_name(label)
+            span.update_name(label_name(label))
         span.set_attributes({A.BACKGROUND: True, A.LABEL: label})
         anchor = start.anchor.copy()
         anchor["status"] = Status.BACKGROUND

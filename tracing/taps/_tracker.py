@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 from redaction import secret_tail
 from tracing.anchor import anchor_id, safe_id
 from tracing.diagnostics import ErrorLog
-from tracing.intent import IntentRegistry, IntentStreamReader, StreamingIntent, sanitize_label
+from tracing.intent import (
+    INTENT_MAX_CHARS,
+    IntentRegistry,
+    IntentStreamReader,
+    StreamingIntent,
+    sanitize_label,
+)
 from tracing.status import Status
 from tracing.taps._events import ROUTES, route_for
 from tracing.taps._options import TapOptions
@@ -532,7 +538,7 @@ class ToolCallTracker:
                 callback(
                     call.call_id or "",
                     call.tool_name or "",
-                    StreamingIntent(sanitize_label(result.text), result.complete),
+                    StreamingIntent(sanitize_label(result.text, INTENT_MAX_CHARS), result.complete),
                 )
             except Exception as exc:
                 STATS.error("callback_errors", "the on_intent callback", exc)
@@ -653,7 +659,7 @@ class ToolCallTracker:
         except Exception as exc:  # RedactionError: fail closed, the update is dropped
             STATS.error("redaction_dropped", "redaction of a streaming intent", exc)
             return False
-        intent = (sanitize_label(red.intent) if red.intent else None) or None
+        intent = (sanitize_label(red.intent, INTENT_MAX_CHARS) if red.intent else None) or None
         if intent == call.published and status == Status.STREAMING and not first and not final:
             return False
         write: dict[str, Any] = {
