@@ -208,3 +208,19 @@ def test_next_turn_does_not_wait_for_a_first_connect_that_hangs(postgres_url: st
             assert found is not None and found["last_turn"] == 3
         finally:
             ledger.close(2)
+
+
+def test_close_does_not_wait_for_a_turn_that_hangs(postgres_url: str) -> None:
+    url = pg_schema_url(postgres_url)
+    target = urlsplit(postgres_url)
+    options = LedgerOptions(connect_timeout_seconds=60, turn_timeout_millis=100)
+    with tcp_proxy((target.hostname or "127.0.0.1", target.port or 5432)) as proxy:
+        ledger = open_ledger(via(proxy.port, url), options=options)
+        proxy.pause()
+        assert ledger.next_turn("s1") == 1  # (its attempt still waits for the server)
+        closing = threading.Thread(target=lambda: ledger.close(1))
+        closing.start()
+        closing.join(20)  # (a hang detector only; before the fix: the 60 s connect)
+        assert not closing.is_alive(), "close waited for the turn's connection"
+        proxy.cut()
+        proxy.resume()

@@ -372,7 +372,7 @@ class Ledger:
             if writer.thread.is_alive():
                 writer.abort.set()
                 writer.thread.join(5.0)
-        self._reset_reader()
+        self._reset_reader(wait_s=1.0)  # (a turn asked of a silent server is not waited for)
         close_all = getattr(self._store, "close_all", None)
         if close_all is not None:
             close_all()
@@ -438,9 +438,15 @@ class Ledger:
             self._read_conn = conn
         return self._read_conn
 
-    def _reset_reader(self) -> None:
-        with self._read_lock:
+    def _reset_reader(self, wait_s: float = -1) -> None:
+        """Close the reading connection; ``wait_s``: how long to wait for a read still using
+        it (-1: as long as it takes), after which it is left to that read."""
+        if not self._read_lock.acquire(timeout=wait_s):
+            return  # (a read, or a turn, still waits on the database with it)
+        try:
             conn, self._read_conn = self._read_conn, None
+        finally:
+            self._read_lock.release()
         if conn is not None:
             self._store.close_connection(conn)
 
