@@ -5,6 +5,7 @@ and ``intentrace import``/``collect`` exit non-zero."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -18,7 +19,7 @@ from click.testing import CliRunner
 
 from tests.collect.test_receiver import make_spans, protobuf_body
 from tests.faults.conftest import drop_database
-from tests.ledger.conftest import FAST
+from tests.ledger.conftest import FAST, pg_schema_url
 from tests.ledger.test_write import settle, start
 from tests.support.wire import post, spans_to_json
 from tracing.cli import main
@@ -150,3 +151,31 @@ def test_import_and_collect_exit_non_zero_on_a_bad_ledger(tmp_path: Path) -> Non
             assert result.output.startswith("Error: ") and result.output.count("\n") == 1, (
                 result.output
             )
+
+
+_REFUSE_ANCHORS = """
+CREATE FUNCTION fault_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'this database takes no anchors' USING ERRCODE = '22023';
+END $$;
+CREATE TRIGGER fault_refuse BEFORE INSERT OR UPDATE ON anchors
+    FOR EACH ROW EXECUTE FUNCTION fault_refuse();
+"""
+
+
+@pytest.mark.postgres
+def test_import_exits_non_zero_when_writes_were_dropped(postgres_url: str, tmp_path: Path) -> None:
+    """A database that takes the connection but refuses every anchor (a trigger of our own
+    schema): the writes are dropped and counted, and the command says so and exits 1."""
+    import psycopg  # (lazy: the postgres extra)
+
+    url = pg_schema_url(postgres_url)
+    open_ledger(url).close()  # (a ledger, migrated)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(_REFUSE_ANCHORS)
+    lines = tmp_path / "spans.jsonl"
+    lines.write_text(json.dumps(spans_to_json(make_spans(2))) + "\n")
+    result = CliRunner().invoke(main, ["import", str(lines), "--ledger", url])
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    assert "ledger writes dropped" in result.output
