@@ -8,6 +8,7 @@ scrubber that fails closed. Imports no OpenTelemetry.
 
 from __future__ import annotations
 
+from redaction._base import TrailEntry, placeholder
 from redaction._errors import PolicyError, RedactionError
 from redaction._partial import secret_tail
 from redaction._patterns import BUILTIN_PATTERNS, KEY_CATEGORIES
@@ -20,7 +21,7 @@ from redaction._policy import (
     Rule,
     ToolRule,
 )
-from redaction._scrubber import Scrubbed, ScrubOptions, TrailEntry, UserPattern, placeholder
+from redaction._scrubber import Scrubbed, ScrubOptions, UserPattern
 
 __all__ = [
     "BUILTIN_PATTERNS",

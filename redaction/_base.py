@@ -1,17 +1,33 @@
-"""What both scrubbing paths share: placeholders, trail entries and paths, compiled rules, and
-the last step of finding (dropping spans inside placeholders, merging overlaps)."""
+"""What both scrubbing paths share: placeholders, trail entries and paths, compiled rules, the
+last step of finding (dropping spans inside placeholders, merging overlaps), and what a walker
+keeps for one call (the trail, the node budget, the bounds) and passes as it is."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
 from typing import Any, Final, cast
+from uuid import UUID
 
 PLACEHOLDER_PREFIX: Final = "[redacted:"
 HMAC_PREFIX: Final = "[hmac:"
 _PATH_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
+BIG_INT: Final = 10**12
+"""Integers this large are checked as text (a card number can travel as a JSON number)."""
+SCALARS: Final = frozenset({float, bool, type(None)})
+"""Types whose values carry no secret (as do integers smaller than ``BIG_INT``)."""
+PASS_TYPES: Final = (bool, int, float, type(None), datetime, date, time, timedelta, UUID, Decimal)
+"""Values passed as they are (integers checked against ``BIG_INT`` first)."""
+KEY_SAFE_TYPES: Final = (bool, type(None))
+"""Values a sensitive key leaves as they are."""
+JSON_OPENERS: Final = ("{", "[")
+"""A string starting with one (after white space) is tried as JSON text."""
+NOT_JSON: Final = object()
 CLEAN_TEXT_MAX_CHARS: Final = 256
 CLEAN_TEXT_ENTRIES: Final = 8192
 """Short strings found clean are remembered (args repeat between a call's start and settle)."""
@@ -131,3 +147,54 @@ def replaced(s: str, spans: list[Span]) -> str:
         pos = b
     parts.append(s[pos:])
     return "".join(parts)
+
+
+_CLEAN_KEY_ENTRIES: Final = 16384
+
+
+class Walk:
+    """What a walker keeps for one scrub call: the trail, the node budget and the bounds, and
+    how it finds what to remove from a string (``find``) and remembers clean mapping keys."""
+
+    __slots__ = ("clean_keys", "find", "max_depth", "max_nodes", "max_string", "nodes", "trail")
+
+    def __init__(
+        self,
+        max_depth: int,
+        max_nodes: int,
+        max_string: int,
+        find: Callable[[str], list[Span]],
+        clean_keys: set[str],
+    ) -> None:
+        self.trail: list[TrailEntry] = []
+        self.nodes = 0
+        self.max_depth = max_depth
+        self.max_nodes = max_nodes
+        self.max_string = max_string
+        self.find = find
+        self.clean_keys = clean_keys
+
+    def _key_text(self, k: str, path: Any) -> str:
+        """A mapping key ``k`` under ``path``, scrubbed."""
+        clean = self.clean_keys
+        if k in clean or not k:
+            return k
+        if len(k) > self.max_string:
+            return self._cut(path, "size")
+        spans = self.find(k)
+        if not spans:
+            if len(clean) < _CLEAN_KEY_ENTRIES and len(k) <= CLEAN_TEXT_MAX_CHARS:
+                clean.add(k)  # keys repeat: remember the ones with nothing to remove
+            return k
+        return self._patched(k, spans, path)
+
+    def _patched(self, s: str, spans: list[Span], path: Any) -> str:
+        """``s`` with ``spans`` replaced, the removals recorded under ``path``."""
+        entry = render_path(path)
+        self.trail.extend(TrailEntry(entry, name) for _, _, name in spans)
+        return replaced(s, spans)
+
+    def _cut(self, path: Any, reason: str) -> str:
+        """Record the removal of the value at ``path``; its placeholder."""
+        self.trail.append(TrailEntry(render_path(path), reason))
+        return placeholder(reason)

@@ -21,23 +21,23 @@ import re
 import string
 from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
-from datetime import date, datetime, time, timedelta
-from decimal import Decimal
 from itertools import accumulate, chain
 from typing import TYPE_CHECKING, Any, Final, cast
-from uuid import UUID
 
 from redaction._base import (
-    CLEAN_TEXT_MAX_CHARS as _CLEAN_TEXT_MAX,
-)
-from redaction._base import (
+    BIG_INT,
+    CLEAN_TEXT_MAX_CHARS,
     HMAC_PREFIX,
+    JSON_OPENERS,
+    NOT_JSON,
+    PASS_TYPES,
     PLACEHOLDER_PREFIX,
+    SCALARS,
     CompiledRule,
     Span,
     TrailEntry,
+    Walk,
     finish,
-    placeholder,
     render_path,
     replaced,
     run_rule,
@@ -62,20 +62,14 @@ if TYPE_CHECKING:
 
 _SEP: Final = "\x00"
 """Joins the strings of one scan; no anchor can match across it."""
-_BIG_INT: Final = 10**12
-_FAST_SCALARS: Final = frozenset({float, bool, type(None)})
 _NUMBERS: Final = frozenset({int, float, bool})
-_PASS_TYPES = (bool, int, float, type(None), datetime, date, time, timedelta, UUID, Decimal)
-_KEY_SAFE_TYPES = (bool, type(None))
 _BLANKS: Final = " \t"
 _QUOTES: Final = "\"'"
 _TEXT: Final = 0
 _INT: Final = 1
 _TUPLE: Final = 0
 _JSON: Final = 1
-_NOT_JSON: Final = object()
 _UNSEEN: Final = object()
-_JSON_OPENERS: Final = ("{", "[")
 _ASSIGNMENT: Final = "secret_assignment"
 _ASSIGNMENT_LEFT: Final = 40
 """How far ``secret_assignment``'s validator extends a key to the left of its keyword."""
@@ -112,15 +106,6 @@ class _Whole:
         if self._digits is None:
             self._digits = DIGIT_RUN.search(self.s) is not None
         return self._digits
-
-
-def _hides(s: Scrubber, x: Any) -> bool:
-    """Under a sensitive key, ``x`` is replaced (not null, a boolean, empty or a placeholder)."""
-    return not (
-        isinstance(x, _KEY_SAFE_TYPES)
-        or (isinstance(x, str | list | dict | tuple) and not x)
-        or (isinstance(x, str) and s.is_placeholder(x))
-    )
 
 
 class _Fallback(Exception):
@@ -400,35 +385,16 @@ class FastPath:
         return box[0], trail
 
 
-class _FastWalker:
+class _FastWalker(Walk):
     """One scrub call: the Python walker's rules, with the strings' scan deferred and batched."""
 
-    __slots__ = (
-        "clean",
-        "fast",
-        "finals",
-        "known",
-        "marks",
-        "max_depth",
-        "max_nodes",
-        "max_string",
-        "nodes",
-        "s",
-        "short",
-        "slots",
-        "texts",
-        "trail",
-    )
+    __slots__ = ("clean", "fast", "finals", "known", "marks", "s", "short", "slots", "texts")
 
     def __init__(self, fast: FastPath) -> None:
+        o = fast.s.options
+        super().__init__(o.max_depth, o.max_nodes, o.max_string_chars, fast.find, fast.s.clean_keys)
         self.fast = fast
         self.s = fast.s
-        self.trail: list[TrailEntry] = []
-        self.nodes = 0
-        o = fast.s.options
-        self.max_depth = o.max_depth
-        self.max_nodes = o.max_nodes
-        self.max_string = o.max_string_chars
         self.texts: list[str] = []
         """Strings to scan, in walk order."""
         self.short: list[str] = []
@@ -443,10 +409,6 @@ class _FastWalker:
         self.finals: list[tuple[Any, ...]] = []
         """Tuples to freeze and JSON texts to re-serialise once the strings are patched, in the
         order met (inner ones first)."""
-
-    def _cut(self, path: Any, reason: str) -> str:
-        self.trail.append(TrailEntry(render_path(path), reason))
-        return placeholder(reason)
 
     def put(self, out: Any, key: Any, v: Any, path: Any, depth: int) -> None:
         """``out[key] = `` the scrubbed ``v`` (strings: as they are, patched later)."""
@@ -469,10 +431,10 @@ class _FastWalker:
                 if depth >= self.max_depth
                 else self._sequence(cast("list[Any]", v), path, depth)
             )
-        elif t is int and not -_BIG_INT < v < _BIG_INT:
+        elif t is int and not -BIG_INT < v < BIG_INT:
             out[key] = v  # a card number can travel as a JSON number
             self._defer(out, key, str(v), path, _INT)
-        elif t in _FAST_SCALARS or t is int or isinstance(v, _PASS_TYPES):
+        elif t in SCALARS or t is int or isinstance(v, PASS_TYPES):
             out[key] = v
         elif isinstance(v, str):
             raise _Fallback  # a str subclass
@@ -493,7 +455,7 @@ class _FastWalker:
         if len(items) > 8:
             kinds = set(map(type, items))
             if kinds <= _NUMBERS and (
-                int not in kinds or (min(items) > -_BIG_INT and max(items) < _BIG_INT)
+                int not in kinds or (min(items) > -BIG_INT and max(items) < BIG_INT)
             ):
                 self.nodes += len(items)  # numbers, booleans and null carry no secret
                 return list(items)
@@ -502,7 +464,7 @@ class _FastWalker:
         d1 = depth + 1
         for i, x in enumerate(items):
             tx: type[object] = type(x)  # pyright: ignore[reportUnknownVariableType]
-            if tx in _FAST_SCALARS or (tx is int and -_BIG_INT < x < _BIG_INT):
+            if tx in SCALARS or (tx is int and -BIG_INT < x < BIG_INT):
                 self.nodes += 1  # numbers, booleans and null carry no secret
                 append(x)
             elif tx is str:
@@ -510,7 +472,7 @@ class _FastWalker:
                 append(x)
                 if self.nodes > self.max_nodes:
                     seq[i] = self._cut((path, i), "size")
-                elif (c := x[:1]) in _JSON_OPENERS or c.isspace() or len(x) > self.max_string:
+                elif (c := x[:1]) in JSON_OPENERS or c.isspace() or len(x) > self.max_string:
                     self.text(seq, i, x, (path, i), d1)
                 else:
                     self._plain(seq, i, x, (path, i))
@@ -542,7 +504,7 @@ class _FastWalker:
                 continue
             if key in out:
                 raise _Fallback  # two keys scrubbed to one text: the last one wins there
-            if cat is not None and _hides(s, x):
+            if cat is not None and s.hidden_by_key(x):
                 self.nodes += 1
                 out[key] = self._cut((path, key), f"key:{cat}")
                 continue
@@ -551,46 +513,31 @@ class _FastWalker:
                 self.nodes += 1
                 if self.nodes > self.max_nodes:
                     out[key] = self._cut((path, key), "size")
-                elif (c := x[:1]) in _JSON_OPENERS or c.isspace() or len(x) > self.max_string:
+                elif (c := x[:1]) in JSON_OPENERS or c.isspace() or len(x) > self.max_string:
                     self.text(out, key, x, (path, key), d1)
                 else:
                     out[key] = x
                     self._plain(out, key, x, (path, key))
-            elif tx in _FAST_SCALARS or (tx is int and -_BIG_INT < x < _BIG_INT):
+            elif tx in SCALARS or (tx is int and -BIG_INT < x < BIG_INT):
                 self.nodes += 1
                 out[key] = self._cut((path, key), "size") if self.nodes > self.max_nodes else x
             else:
                 self.put(out, key, x, (path, key), d1)
         return out
 
-    def _key_text(self, k: str, path: Any) -> str:
-        clean = self.s.clean_keys
-        if k in clean or not k:
-            return k
-        if len(k) > self.max_string:
-            return self._cut(path, "size")
-        spans = self.fast.find(k)
-        if not spans:
-            if len(clean) < 16384 and len(k) <= 256:
-                clean.add(k)  # keys repeat: remember the ones with nothing to remove
-            return k
-        entry = render_path(path)
-        self.trail.extend(TrailEntry(entry, name) for _, _, name in spans)
-        return replaced(k, spans)
-
     def text(self, out: Any, key: Any, s: str, path: Any, depth: int) -> None:
         if len(s) > self.max_string:
             out[key] = self._cut(path, "size")
             return
         c = s[:1]
-        if c in _JSON_OPENERS or (c.isspace() and s.lstrip()[:1] in _JSON_OPENERS):
+        if c in JSON_OPENERS or (c.isspace() and s.lstrip()[:1] in JSON_OPENERS):
             try:
                 obj = json.loads(s)
             except RecursionError:
                 out[key] = self._cut(path, "depth")
                 return
             except ValueError:
-                obj = _NOT_JSON
+                obj = NOT_JSON
             if isinstance(obj, dict | list):
                 mark, first = len(self.trail), len(self.texts)
                 inner: list[Any] = [None]
@@ -605,7 +552,7 @@ class _FastWalker:
 
     def _plain(self, out: Any, key: Any, s: str, path: Any) -> None:
         """A string that is not JSON text (``out[key]`` holds it): scanned with the others."""
-        if len(s) <= _CLEAN_TEXT_MAX:
+        if len(s) <= CLEAN_TEXT_MAX_CHARS:
             if s in self.clean:
                 return
             self.short.append(s)
@@ -657,7 +604,7 @@ class _FastWalker:
                     found[i] = spans
             if self.short:
                 self.s.remember_clean(
-                    self.short, [t for i in found if len(t := texts[i]) <= _CLEAN_TEXT_MAX]
+                    self.short, [t for i in found if len(t := texts[i]) <= CLEAN_TEXT_MAX_CHARS]
                 )
         trail = self.trail
         if found:

@@ -17,6 +17,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, Final, TypeVar, cast
 
+from redaction._base import HMAC_PREFIX, TrailEntry, placeholder
 from redaction._errors import PolicyError, RedactionError
 from redaction._rules import (
     STRICTNESS,
@@ -34,14 +35,7 @@ from redaction._rules import (
     stricter,
     tool_entry,
 )
-from redaction._scrubber import (
-    HMAC_PREFIX,
-    Scrubbed,
-    Scrubber,
-    ScrubOptions,
-    TrailEntry,
-    placeholder,
-)
+from redaction._scrubber import Scrubbed, Scrubber, ScrubOptions
 from redaction._toml import policy_fields_from_toml
 from redaction.environment_variables import (
     INTENTRACE_REDACTION_HASH_KEY,

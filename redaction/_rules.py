@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
+from redaction._base import TrailEntry
 from redaction._errors import PolicyError
-from redaction._scrubber import TrailEntry
 
 Action = Literal["keep", "redact", "hash"]
 ACTIONS: Final[tuple[Action, ...]] = get_args(Action)

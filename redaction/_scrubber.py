@@ -1,35 +1,28 @@
 """The scrubber: compiled once per policy, applied by a per-call walker that keeps a trail.
 
-It walks nested mappings and sequences (and JSON text inside strings, which it re-serialises
-only when something was removed), applies the key-name rule to mapping keys and the value rules
-to every string, and replaces what it finds by a placeholder that says why
-(``[redacted:jwt]``) and never echoes the secret. Beyond the depth/size bounds it fails closed:
-the value is replaced, never passed through.
+Its rules are the built-in value rules (``redaction._patterns``), the user's patterns and the
+key-name rule. A call goes to the fast walker (``redaction._fast``: one multi-pattern scan, the
+exact rules confirm the candidates) when the engine runs here, else, or for a value the fast
+walker leaves, to the pure-Python walker (``redaction._walk``), its oracle. Either replaces what
+it finds by a placeholder that says why (``[redacted:jwt]``) and never echoes the secret.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
-from decimal import Decimal
-from typing import Any, Final, Generic, TypeVar, cast
-from uuid import UUID
+from typing import Any, Final, Generic, TypeVar
 
 from redaction._base import (
     CLEAN_TEXT_ENTRIES,
     CLEAN_TEXT_MAX_CHARS,
     HMAC_PREFIX,
+    KEY_SAFE_TYPES,
     PLACEHOLDER_PREFIX,
     CompiledRule,
     Span,
     TrailEntry,
     finish,
-    placeholder,
-    render_path,
-    replaced,
     run_rule,
 )
 from redaction._engine import ENGINE_CHOICES, EngineInfo, EngineUnavailable, resolve_choice
@@ -44,6 +37,7 @@ from redaction._patterns import (
     ValueRule,
     normalise_key,
 )
+from redaction._walk import Walker
 
 T = TypeVar("T")
 
@@ -104,13 +98,6 @@ class ScrubOptions:
     (required: a policy error without it) or ``python`` (the pure-Python path, the reference
     the fast path is tested against). ``None``: ``$INTENTRACE_SCRUB_ENGINE``, else ``auto``.
     Every engine gives the same output and trail."""
-
-
-_KEY_SAFE_TYPES = (bool, type(None))
-_FAST_SCALARS: Final = frozenset({float, bool, type(None)})
-_BIG_INT: Final = 10**12
-"""Integers this large are checked as text (card numbers)."""
-_PASS_TYPES = (bool, int, float, type(None), datetime, date, time, timedelta, UUID, Decimal)
 
 
 class Scrubber:
@@ -213,6 +200,15 @@ class Scrubber:
         """``text`` is exactly one placeholder or HMAC form (left as it is on a second pass)."""
         return self._placeholder.fullmatch(text) is not None
 
+    def hidden_by_key(self, value: Any) -> bool:
+        """Under a sensitive key, ``value`` is replaced: it is not null, a boolean, empty or
+        already a placeholder."""
+        return not (
+            isinstance(value, KEY_SAFE_TYPES)
+            or (isinstance(value, str | list | dict | tuple) and not value)
+            or (isinstance(value, str) and self.is_placeholder(value))
+        )
+
     def key_category(self, key: str) -> str | None:
         """The key-name rule's category for ``key`` or ``None`` (cached)."""
         cached = self._key_cache.get(key, "")
@@ -229,22 +225,19 @@ class Scrubber:
 
     def scrub(self, value: Any, root: str = "$") -> tuple[Any, list[TrailEntry]]:
         """Scrub any JSON-like value; returns the new value and the trail."""
-        if self._fast is not None:
-            result = self._fast.scrub(value, root, text=False)
-            if result is not None:
-                return result
-        walker = _Walker(self)
-        out = walker.walk(value, root, 0)
-        return out, walker.trail
+        return self._scrub(value, root, text=False)
 
     def scrub_text(self, text: str, path: str = "$") -> tuple[str, list[TrailEntry]]:
         """Scrub one string (JSON inside it included)."""
+        return self._scrub(text, path, text=True)
+
+    def _scrub(self, value: Any, root: str, *, text: bool) -> tuple[Any, list[TrailEntry]]:
         if self._fast is not None:
-            result = self._fast.scrub(text, path, text=True)
+            result = self._fast.scrub(value, root, text=text)
             if result is not None:
                 return result
-        walker = _Walker(self)
-        out = walker.text(text, path, 0)
+        walker = Walker(self)
+        out = walker.text(value, root, 0) if text else walker.walk(value, root, 0)
         return out, walker.trail
 
     def stats(self) -> dict[str, str]:
@@ -386,136 +379,3 @@ def _from_builtin(r: ValueRule) -> CompiledRule:
         r.requires,
         builtin=True,
     )
-
-
-_NOT_JSON: Final = object()
-
-
-class _Walker:
-    """One scrub call: the trail and the node budget."""
-
-    __slots__ = ("max_depth", "max_nodes", "max_string", "nodes", "s", "trail")
-
-    def __init__(self, scrubber: Scrubber) -> None:
-        self.s = scrubber
-        self.trail: list[TrailEntry] = []
-        self.nodes = 0
-        o = scrubber.options
-        self.max_depth = o.max_depth
-        self.max_nodes = o.max_nodes
-        self.max_string = o.max_string_chars
-
-    def _cut(self, path: Any, reason: str) -> str:
-        self.trail.append(TrailEntry(render_path(path), reason))
-        return placeholder(reason)
-
-    def walk(self, v: Any, path: Any, depth: int) -> Any:
-        self.nodes += 1
-        if self.nodes > self.max_nodes:
-            return self._cut(path, "size")
-        t = cast("type[object]", type(v))
-        if t is str:
-            return self.text(v, path, depth)
-        if t is int and not -_BIG_INT < v < _BIG_INT:
-            # a card number can travel as a JSON number
-            text = str(v)
-            before = len(self.trail)
-            new = self._replace(text, path)
-            return v if len(self.trail) == before else new
-        if isinstance(v, _PASS_TYPES):
-            return v
-        if isinstance(v, str):  # a str subclass
-            return self.text(str(v), path, depth)
-        if depth >= self.max_depth:
-            return self._cut(path, "depth")
-        if isinstance(v, Mapping):
-            return self._mapping(cast("Mapping[Any, Any]", v), path, depth)
-        if isinstance(v, list | tuple):
-            items = cast("list[Any] | tuple[Any, ...]", v)
-            out: list[Any] = []
-            append = out.append
-            for i, x in enumerate(items):
-                tx = cast("type[object]", type(x))
-                if tx in _FAST_SCALARS or (tx is int and -_BIG_INT < x < _BIG_INT):
-                    self.nodes += 1  # fast path: numbers, booleans and null carry no secret
-                    append(x)
-                else:
-                    append(self.walk(x, (path, i), depth + 1))
-            return tuple(out) if isinstance(v, tuple) else out
-        if isinstance(v, bytes | bytearray):
-            raw = bytes(v)
-            if len(raw) > self.max_string:
-                return self._cut(path, "size")
-            text = raw.decode("utf-8", "surrogateescape")
-            before = len(self.trail)
-            new = self.text(text, path, depth)
-            if len(self.trail) == before:
-                return v
-            return new.encode("utf-8", "surrogateescape")
-        # Anything else (objects, sets, enums): scrub its text form; never pass it raw.
-        if isinstance(v, set | frozenset):
-            items2 = sorted(cast("set[Any]", v), key=repr)
-            return [self.walk(x, (path, i), depth + 1) for i, x in enumerate(items2)]
-        return self.text(str(v), path, depth)
-
-    def _mapping(self, v: Mapping[Any, Any], path: Any, depth: int) -> dict[Any, Any]:
-        s = self.s
-        out: dict[Any, Any] = {}
-        for k, x in v.items():
-            if isinstance(k, str):
-                key = self._key_text(k, path)
-                kp = (path, key)
-                cat = s.key_category(k)
-                if cat is not None and not (
-                    isinstance(x, _KEY_SAFE_TYPES)
-                    or (isinstance(x, str | list | dict | tuple) and not x)
-                    or (isinstance(x, str) and s.is_placeholder(x))
-                ):
-                    self.nodes += 1
-                    out[key] = self._cut(kp, f"key:{cat}")
-                    continue
-                out[key] = self.walk(x, kp, depth + 1)
-            else:
-                out[k] = self.walk(x, (path, repr(k)), depth + 1)
-        return out
-
-    def _key_text(self, k: str, path: Any) -> str:
-        clean = self.s.clean_keys
-        if k in clean or not k:
-            return k
-        if len(k) > self.max_string:
-            return self._cut(path, "size")
-        before = len(self.trail)
-        out = self._replace(k, path)
-        if len(self.trail) == before and len(clean) < 16384 and len(k) <= 256:
-            clean.add(k)  # keys repeat: remember the ones with nothing to remove
-        return out
-
-    def text(self, s: str, path: Any, depth: int) -> str:
-        if len(s) > self.max_string:
-            return self._cut(path, "size")
-        if s[:1] in ("{", "[") or (s[:1].isspace() and s.lstrip()[:1] in ("{", "[")):
-            try:
-                obj = json.loads(s)
-            except RecursionError:
-                return self._cut(path, "depth")
-            except ValueError:
-                obj = _NOT_JSON
-            if isinstance(obj, dict | list):
-                before = len(self.trail)
-                new = self.walk(obj, path, depth + 1)
-                if len(self.trail) == before:
-                    return s
-                try:
-                    return json.dumps(new, ensure_ascii=False)
-                except (RecursionError, ValueError, TypeError):
-                    return self._cut(path, "error")
-        return self._replace(s, path)
-
-    def _replace(self, s: str, path: Any) -> str:
-        spans = self.s.find(s)
-        if not spans:
-            return s
-        entry = render_path(path)
-        self.trail.extend(TrailEntry(entry, name) for _, _, name in spans)
-        return replaced(s, spans)
