@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up a virtual environment with the viewer, load a realistic demo session into a demo
 # SQLite ledger of its own (.demo/ledger.db, made afresh each run; your own default ledger is
-# never touched), and open the viewer on http://127.0.0.1:8501 (another port: --port 8600).
+# never touched), and open the viewer on http://127.0.0.1:8501 (another port: --port 8600)
+# while a simulated agent keeps writing live calls into it (Ctrl-C stops both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -18,4 +19,4 @@ mkdir -p .demo
 rm -f .demo/ledger.db .demo/ledger.db-wal .demo/ledger.db-shm
 ledger="sqlite:///$PWD/.demo/ledger.db"
 echo "Demo ledger: $ledger"
-exec .venv/bin/intentrace demo --ledger "$ledger" --view "$@"
+exec .venv/bin/intentrace demo --ledger "$ledger" --view --live "$@"

@@ -9,20 +9,23 @@ from __future__ import annotations
 import gzip
 import ipaddress
 import os
-import signal
 import sys
-import threading
 from collections.abc import Callable, Generator, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import IO, Any
 
 import click
 
 from redaction import PolicyError, RedactionPolicy
-from tracing.cli._options import bind_options, ledger_option, policy_option, tool_option
+from tracing.cli._options import (
+    bind_options,
+    ledger_option,
+    policy_option,
+    tool_option,
+    wait_for_signal,
+)
 from tracing.collect._feed import SpanFeed
 from tracing.collect._otlp import OtlpDecodeError, decode_json
 from tracing.collect._receiver import (
@@ -149,26 +152,11 @@ def collect(  # noqa: PLR0917 - click passes options as arguments
 
 def _serve_until_signal(receiver: CollectReceiver) -> None:
     """Serve in a thread until SIGINT/SIGTERM (or Ctrl-C), then stop the receiver."""
-    stop = threading.Event()
-    previous: dict[int, Any] = {}
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        del signum, frame
-        stop.set()
-
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, handler)
     receiver.start()
     try:
-        while not stop.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
+        wait_for_signal()
     finally:
         receiver.stop()
-        for signum, old in previous.items():
-            signal.signal(signum, old)
 
 
 # ---------------------------------------------------------------------------------- import

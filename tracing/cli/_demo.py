@@ -5,18 +5,22 @@ See :mod:`tracing.demo._run` and docs/collect.md#the-demo.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
 import sys
+import threading
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 import click
 
-from tracing.cli._options import bind_options, ledger_option
+from tracing.cli._options import bind_options, ledger_option, wait_for_signal
 from tracing.cli._view import DEFAULT_PORT as VIEW_PORT
 from tracing.cli._view import run_viewer
+from tracing.demo._live import live_session_id, run_live
 from tracing.demo._run import DEFAULT_SEED, DEFAULT_SESSIONS, narrative, run_demo
 from tracing.ledger import LedgerError, open_ledger
 
@@ -75,9 +79,21 @@ def _command_as_typed() -> str:
     help="How many sessions to simulate.",
 )
 @click.option("--view", is_flag=True, help="Open the viewer on the ledger afterwards.")
+@click.option(
+    "--live",
+    is_flag=True,
+    help="Then keep a simulated agent writing in real time (intents being written, calls in "
+    "flight, a background call, a subagent) until the viewer stops (without --view: Ctrl-C).",
+)
 @bind_options(VIEW_PORT, what="the viewer, with --view")
 def demo(  # noqa: PLR0917 - click passes options as arguments
-    ledger_url: str | None, seed: int, sessions: int, view: bool, host: str, port: int
+    ledger_url: str | None,
+    seed: int,
+    sessions: int,
+    view: bool,
+    live: bool,
+    host: str,
+    port: int,
 ) -> None:
     """Load a simulated coding agent's sessions into the ledger (no LLM, no network).
 
@@ -105,13 +121,43 @@ def demo(  # noqa: PLR0917 - click passes options as arguments
         if ledger_url
         else f"Read it: {command} view",
     ]
+    if live:
+        lines.append(f"Live: a simulated agent keeps writing {live_session_id(seed)} (Live page).")
     _print(lines)
-    if not view:
-        return
-    kwargs: dict[str, Any] = {"host": host, "port": port}
-    try:
-        code = run_viewer(ledger_url, **kwargs)  # (the report's URL has no password)
-    except LedgerError as exc:
-        raise click.ClickException(str(exc)) from None
+    with _live_agent(ledger_url, seed, live):
+        if not view:
+            if live:
+                click.echo("Ctrl-C stops it.")
+                wait_for_signal()
+            return
+        kwargs: dict[str, Any] = {"host": host, "port": port}
+        try:
+            code = run_viewer(ledger_url, **kwargs)  # (the report's URL has no password)
+        except LedgerError as exc:
+            raise click.ClickException(str(exc)) from None
     if code not in (0, -2, -15, 130):
         raise click.ClickException(f"the viewer stopped with exit code {code}")
+
+
+@contextlib.contextmanager
+def _live_agent(ledger_url: str | None, seed: int, live: bool) -> Generator[None]:
+    """The live demo agent in a thread while the block runs (nothing when not ``live``); it
+    stops, settling what it left in flight, when the block ends."""
+    if not live:
+        yield
+        return
+    try:
+        ledger = open_ledger(ledger_url)
+    except LedgerError as exc:
+        raise click.ClickException(str(exc)) from None
+    stop = threading.Event()
+    runner = threading.Thread(
+        target=run_live, args=(ledger, stop), kwargs={"seed": seed}, name="intentrace-demo-live"
+    )
+    runner.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        runner.join(30.0)
+        ledger.close()

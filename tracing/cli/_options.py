@@ -1,9 +1,13 @@
 """Options several commands share, defined once: the ledger, the redaction policy, the
-label-bearing tools, and the interface and port a server binds."""
+label-bearing tools, and the interface and port a server binds; and how a long-running command
+waits for Ctrl-C."""
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections.abc import Callable
+from types import FrameType
 from typing import Any, Final, TypeVar
 
 import click
@@ -62,3 +66,25 @@ def bind_options(port: int, *, what: str = "", any_port: bool = False) -> Callab
         )(command)
 
     return decorate
+
+
+def wait_for_signal() -> None:
+    """Block until SIGINT/SIGTERM (or Ctrl-C); the previous handlers are put back."""
+    stop = threading.Event()
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        del signum, frame
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, handler)
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
