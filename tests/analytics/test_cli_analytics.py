@@ -176,7 +176,8 @@ def test_report_outputs_one_table_per_file(url: str, tmp_path: Path) -> None:
     assert code == 0, out
     files = sorted((tmp_path / "out").iterdir())
     assert [f.name for f in files] == [
-        "01-per-tool.csv", "02-p95-duration-per-tool-ms.csv", "03-label-coverage-per-tool.csv"
+        "01-per-tool.csv", "02-p95-duration-per-tool-ms.csv", "03-label-coverage-per-tool.csv",
+        "04-slowest-failed-calls.csv",
     ]  # fmt: skip
     assert files[0].read_text().startswith("tool_name,calls,")
     code, out = _run("report", "tools", "--ledger", url, "--format", "parquet")

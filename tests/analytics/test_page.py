@@ -73,7 +73,14 @@ def test_switching_dashboards(page_url: str) -> None:
     table = at.dataframe[0].value
     assert sorted(table["tool_name"]) == ["edit_file", "read_file", "shell"]
     assert set(table["label_coverage"]) == {1.0}
-    assert len(at.get("download_button")) == 3
+    assert len(at.get("download_button")) == 4
+    # the SQL panel (over calls_v1): each row opens its call
+    failed = at.dataframe[3].value
+    assert list(failed["tool_call_id"][:2]) == ["f0", "f1"]
+    assert list(failed["open"][:2]) == [
+        "session?session=s1&anchor=f0",
+        "session?session=s1&anchor=f1",
+    ]
 
 
 def test_bad_ledger_is_a_message(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:

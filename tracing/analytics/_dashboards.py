@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from tracing.analytics._analyses import ANALYSES, Analysis, AnalyticsError
 from tracing.analytics._filters import FILTER_KEYS, Filters
+from tracing.analytics._view import VIEW_NAME, view_sql_columns
 from tracing.environment_variables import INTENTRACE_DASHBOARDS
 
 if TYPE_CHECKING:
@@ -52,12 +53,15 @@ class Panel:
 
     title: str
     analysis: str
+    """One of ``ANALYSES``, or ``sql`` for a SQL panel."""
     params: Mapping[str, Any]
     """The parameters as written in the file (defaults apply to the rest)."""
     chart: Chart
     description: str = ""
     filters: Filters = field(default_factory=Filters)
     """The panel's own filters, laid over the dashboard's (each field given replaces it)."""
+    sql: str | None = None
+    """A SQL panel's query: one read-only SELECT over the view ``calls_v1``."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +123,7 @@ def dashboard_schema() -> dict[str, Any]:
         column: dict[str, Any] = {"type": "string", "enum": columns}
         variants.append(
             {
-                "if": {"properties": {"analysis": {"const": name}}},
+                "if": {"required": ["analysis"], "properties": {"analysis": {"const": name}}},
                 "then": {
                     "properties": {
                         "params": {
@@ -162,16 +166,45 @@ def dashboard_schema() -> dict[str, Any]:
                 "items": {
                     "type": "object",
                     "additionalProperties": False,
-                    "required": ["title", "analysis"],
+                    "required": ["title"],
+                    "oneOf": [{"required": ["analysis"]}, {"required": ["sql"]}],
                     "properties": {
                         "title": {"type": "string", "minLength": 1},
                         "description": {"type": "string"},
                         "analysis": {"enum": list(ANALYSES)},
+                        "sql": {
+                            "type": "string",
+                            "minLength": 1,
+                            "description": f"Instead of an analysis: one read-only SELECT over "
+                            f"the view {VIEW_NAME} (docs/analytics.md, SQL panels); chart "
+                            "columns are its result columns.",
+                        },
                         "params": {"type": "object"},
                         "chart": {"type": "object"},
                         "filters": _filters_schema(),
                     },
-                    "allOf": variants,
+                    "allOf": [
+                        *variants,
+                        {
+                            "if": {"required": ["sql"]},
+                            "then": {
+                                "not": {"required": ["params"]},
+                                "properties": {
+                                    "chart": {
+                                        "type": "object",
+                                        "additionalProperties": False,
+                                        "required": ["type"],
+                                        "properties": {
+                                            "type": {"enum": list(CHART_TYPES)},
+                                            "x": {"type": "string"},
+                                            "y": {"type": "string"},
+                                            "color": {"type": "string"},
+                                        },
+                                    }
+                                },
+                            },
+                        },
+                    ],
                 },
             },
         },
@@ -209,20 +242,30 @@ def parse_dashboard(text: str, *, path: Path) -> Dashboard:
         raise AnalyticsError(f"{where}: filters: {exc}") from None
     panels: list[Panel] = []
     for i, raw in enumerate(cast(list[dict[str, Any]], data["panels"])):
-        analysis = ANALYSES[raw["analysis"]]
         params = dict(raw.get("params", {}))
-        try:
-            resolved = analysis.resolve(params)
-        except AnalyticsError as exc:
-            raise AnalyticsError(f"{where}: panels/{i}: {exc}") from None
+        sql: str | None = raw.get("sql")
+        if sql is not None:
+            name = "sql"
+            try:
+                columns = view_sql_columns(sql)
+            except AnalyticsError as exc:
+                raise AnalyticsError(f"{where}: panels/{i}/sql: {exc}") from None
+        else:
+            analysis = ANALYSES[raw["analysis"]]
+            name = analysis.name
+            try:
+                resolved = analysis.resolve(params)
+            except AnalyticsError as exc:
+                raise AnalyticsError(f"{where}: panels/{i}: {exc}") from None
+            columns = analysis.columns(resolved)
         chart = Chart(**raw.get("chart", {}))
-        columns = analysis.columns(resolved)
         for axis in ("x", "y", "color"):
             value = getattr(chart, axis)
             if value is not None and value not in columns:
+                what = "the panel's SQL" if sql is not None else name
                 raise AnalyticsError(
                     f"{where}: panels/{i}/chart/{axis}: {value!r} is not a column of "
-                    f"{analysis.name} ({', '.join(columns)})"
+                    f"{what} ({', '.join(columns)})"
                 )
         if chart.type in ("bar", "line") and (chart.x is None or chart.y is None):
             raise AnalyticsError(f"{where}: panels/{i}/chart: a {chart.type} chart needs x and y")
@@ -233,11 +276,12 @@ def parse_dashboard(text: str, *, path: Path) -> Dashboard:
         panels.append(
             Panel(
                 title=raw["title"],
-                analysis=analysis.name,
+                analysis=name,
                 params=params,
                 chart=chart,
                 description=raw.get("description", ""),
                 filters=panel_filters,
+                sql=sql,
             )
         )
     return Dashboard(

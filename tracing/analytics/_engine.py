@@ -53,6 +53,7 @@ from tracing.analytics._definitions import (
 from tracing.analytics._filters import Filters
 from tracing.analytics._source import ReadAgain, Source, open_source
 from tracing.analytics._structure import SessionRows, compute
+from tracing.analytics._view import FILTER_TABLE, check_view_sql, view_ddl
 from tracing.ledger import Ledger
 from tracing.ledger._files import FILE_MODE, create_private
 
@@ -361,6 +362,8 @@ class Analytics:
         self._snapshot = self._snapshot_path()
         self._snapshotting: threading.Thread | None = None
         self._snapshot_due = False
+        self._view = False
+        """Whether the view ``calls_v1`` (and its filter table) exists in the copy's connection."""
         self._arrow_calls: Any = None
         """After a whole rebuild, ``calls`` is this Arrow table registered as a view (DuckDB
         answers over it about as fast as over its own table) until the first incremental
@@ -790,7 +793,9 @@ class Analytics:
         """
         given = Filters.of(filters)
         extra = dict(params or {})
-        taken = {k for p in dashboard.panels for k in get_analysis(p.analysis).params}
+        taken = {
+            k for p in dashboard.panels if p.sql is None for k in get_analysis(p.analysis).params
+        }
         unknown = sorted(set(extra) - taken)
         if unknown:
             raise AnalyticsError(
@@ -802,6 +807,10 @@ class Analytics:
             if time.monotonic() - self._synced_at >= self.options.max_staleness_seconds:
                 self._sync()
             for panel in dashboard.panels:
+                if panel.sql is not None:
+                    chosen = given.over(panel.filters.over(dashboard.filters))
+                    out.append((panel, self.run_sql(panel.sql, filters=chosen, sync=False)))
+                    continue
                 analysis = get_analysis(panel.analysis)
                 mine = {k: v for k, v in extra.items() if k in analysis.params}
                 resolved = analysis.resolve({**panel.params, **mine})
@@ -818,12 +827,84 @@ class Analytics:
             self._snapshot_if_due()
         return out
 
+    def run_sql(
+        self,
+        sql: str,
+        *,
+        filters: Filters | Mapping[str, Any] | None = None,
+        sync: bool = True,
+        title: str = "",
+    ) -> Result:
+        """Run a SQL panel's query: one read-only SELECT over the view ``calls_v1``
+        (docs/analytics.md), which holds the calls that pass ``filters``.
+
+        Raises:
+            AnalyticsError: the SQL is not one read-only SELECT over ``calls_v1``, fails, or
+                a filter is bad (one line).
+        """
+        check_view_sql(sql)
+        chosen = Filters.of(filters)
+        with self._lock:
+            if sync and time.monotonic() - self._synced_at >= self.options.max_staleness_seconds:
+                self._sync()
+            self._ensure_loaded()
+            self._ensure_view()
+            db = self._db
+            try:
+                db.execute(
+                    f"UPDATE {FILTER_TABLE} SET f_since = $since, f_until = $until, "
+                    "f_agent = $agent, f_tool = $tool, f_session = $session, f_status = $status",
+                    {
+                        "since": chosen.since,
+                        "until": chosen.until,
+                        "agent": list(chosen.agent),
+                        "tool": list(chosen.tool),
+                        "session": list(chosen.session),
+                        "status": list(chosen.status),
+                    },
+                )
+                # (inside a transaction rolled back: a read cannot leave anything behind)
+                db.execute("BEGIN TRANSACTION")
+                try:
+                    cursor = db.execute(sql)
+                    rows = cursor.fetchall()
+                    columns = tuple(d[0] for d in cursor.description or ())
+                finally:
+                    db.execute("ROLLBACK")
+            except duckdb.Error as exc:
+                text = str(exc).strip().splitlines()
+                raise AnalyticsError(f"SQL error: {text[0] if text else exc}") from None
+            finally:
+                db.execute(
+                    f"UPDATE {FILTER_TABLE} SET f_since = NULL, f_until = NULL, f_agent = [], "
+                    "f_tool = [], f_session = [], f_status = []"
+                )
+            if sync:
+                self._snapshot_if_due()
+        return Result(name="sql", title=title or sql, columns=columns, rows=rows, filters=chosen)
+
+    def _ensure_view(self) -> None:
+        if not self._view:
+            for statement in view_ddl():
+                self._db.execute(statement)
+            self._view = True
+
     def examples(self, result: Result) -> list[tuple[str, str | None] | None]:
         """For each row of ``result``, the calls behind it as a viewer deep link target:
         ``(session_id, tool_call_id)`` of the latest such call (a failed one first when the
         analysis is about failures, a redundant one for ``redundancy``), ``(session_id, None)``
         for a row that is a session, None when no call matches. Within the result's filters."""
         analysis = result.name
+        if analysis == "sql" and "session_id" in result.columns:
+            # a SQL panel's rows open the call (tool_call_id) or the session they name
+            session = result.columns.index("session_id")
+            call = result.columns.index("tool_call_id") if "tool_call_id" in result.columns else -1
+            return [
+                (str(r[session]), None if call < 0 or r[call] is None else str(r[call]))
+                if r[session] is not None
+                else None
+                for r in result.rows
+            ]
         if analysis not in _DRILL or not result.rows:
             return [None] * len(result.rows)
         key_of, prefer = _DRILL[analysis]
@@ -877,6 +958,7 @@ class Analytics:
         _check_read_only(sql)
         with self._lock:
             self._sync()
+            self._ensure_view()
             db = self._db
             try:
                 # (and inside a transaction rolled back: a read cannot leave anything behind)
