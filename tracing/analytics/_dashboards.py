@@ -115,6 +115,20 @@ def _filters_schema() -> dict[str, Any]:
     }
 
 
+def _chart_schema(column: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["type"],
+        "properties": {
+            "type": {"enum": list(CHART_TYPES)},
+            "x": column,
+            "y": column,
+            "color": column,
+        },
+    }
+
+
 def dashboard_schema() -> dict[str, Any]:
     """The JSON Schema of a dashboard file (generated from the analyses)."""
     variants: list[dict[str, Any]] = []
@@ -133,17 +147,7 @@ def dashboard_schema() -> dict[str, Any]:
                                 p: spec.json_schema() for p, spec in analysis.params.items()
                             },
                         },
-                        "chart": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "required": ["type"],
-                            "properties": {
-                                "type": {"enum": list(CHART_TYPES)},
-                                "x": column,
-                                "y": column,
-                                "color": column,
-                            },
-                        },
+                        "chart": _chart_schema(column),
                     }
                 },
             }
@@ -189,19 +193,7 @@ def dashboard_schema() -> dict[str, Any]:
                             "if": {"required": ["sql"]},
                             "then": {
                                 "not": {"required": ["params"]},
-                                "properties": {
-                                    "chart": {
-                                        "type": "object",
-                                        "additionalProperties": False,
-                                        "required": ["type"],
-                                        "properties": {
-                                            "type": {"enum": list(CHART_TYPES)},
-                                            "x": {"type": "string"},
-                                            "y": {"type": "string"},
-                                            "color": {"type": "string"},
-                                        },
-                                    }
-                                },
+                                "properties": {"chart": _chart_schema({"type": "string"})},
                             },
                         },
                     ],

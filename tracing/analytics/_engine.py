@@ -863,17 +863,7 @@ class Analytics:
                         "status": list(chosen.status),
                     },
                 )
-                # (inside a transaction rolled back: a read cannot leave anything behind)
-                db.execute("BEGIN TRANSACTION")
-                try:
-                    cursor = db.execute(sql)
-                    rows = cursor.fetchall()
-                    columns = tuple(d[0] for d in cursor.description or ())
-                finally:
-                    db.execute("ROLLBACK")
-            except duckdb.Error as exc:
-                text = str(exc).strip().splitlines()
-                raise AnalyticsError(f"SQL error: {text[0] if text else exc}") from None
+                columns, rows = _read_only(db, sql)
             finally:
                 db.execute(
                     f"UPDATE {FILTER_TABLE} SET f_since = NULL, f_until = NULL, f_agent = [], "
@@ -959,22 +949,27 @@ class Analytics:
         with self._lock:
             self._sync()
             self._ensure_view()
-            db = self._db
             try:
-                # (and inside a transaction rolled back: a read cannot leave anything behind)
-                db.execute("BEGIN TRANSACTION")
-                try:
-                    cursor = db.execute(sql)
-                    rows = cursor.fetchall()
-                    columns = tuple(d[0] for d in cursor.description or ())
-                finally:
-                    db.execute("ROLLBACK")
-            except duckdb.Error as exc:
-                text = str(exc).strip().splitlines()
-                raise AnalyticsError(f"SQL error: {text[0] if text else exc}") from None
+                columns, rows = _read_only(self._db, sql)
             finally:
                 self._snapshot_if_due()
         return Result(name="sql", title=sql, columns=columns, rows=rows)
+
+
+def _read_only(db: Any, sql: str) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+    """(columns, rows) of ``sql`` run inside a transaction rolled back (a read cannot leave
+    anything behind); a DuckDB error as AnalyticsError (one line)."""
+    try:
+        db.execute("BEGIN TRANSACTION")
+        try:
+            cursor = db.execute(sql)
+            rows = cursor.fetchall()
+            return tuple(d[0] for d in cursor.description or ()), rows
+        finally:
+            db.execute("ROLLBACK")
+    except duckdb.Error as exc:
+        text = str(exc).strip().splitlines()
+        raise AnalyticsError(f"SQL error: {text[0] if text else exc}") from None
 
 
 _READ_ONLY_STATEMENTS: Final = frozenset({"SELECT", "EXPLAIN"})
