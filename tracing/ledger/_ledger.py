@@ -114,6 +114,7 @@ class Ledger:
         """(session, source) -> [count, first_ns, last_ns]: lost calls not written yet."""
         self._turns: dict[str, int] = {}
         self._turn_attempt: threading.Thread | None = None
+        self._turn_lock = threading.Lock()
         self._writer: Writer | None = None
         if read_only:
             if parsed.backend == "sqlite" and parsed.path is None:
@@ -291,8 +292,12 @@ class Ledger:
                     queue.put(TurnFloor(session_id, floor))
             else:
                 turn = got
-        self._turns[session_id] = max(self._turns.get(session_id, 0), turn)
+        self._raise_turn(session_id, turn)
         return turn
+
+    def _raise_turn(self, session_id: str, turn: int) -> None:
+        with self._turn_lock:  # (a late answer in its thread and the app's own, at once)
+            self._turns[session_id] = max(self._turns.get(session_id, 0), turn)
 
     def _bounded_turn(self, session_id: str, floor: int) -> int | None:
         """The database's turn, asked for off the app's thread and waited for at most
@@ -306,11 +311,15 @@ class Ledger:
         def ask() -> None:
             turn = self._turn_from_database(session_id, floor)
             box.append(turn)
-            self._turns[session_id] = max(self._turns.get(session_id, 0), turn)
+            self._raise_turn(session_id, turn)
 
         thread = threading.Thread(target=ask, name="intentrace-ledger-turn", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # (no new thread at interpreter shutdown: ask here)
+            ask()
+            return box[0]
         self._turn_attempt = thread
-        thread.start()
         thread.join(max(0, self._options.turn_timeout_millis) / 1000)
         if not box:
             logger.debug("intentrace ledger: next_turn: no answer in time, %d is ours", floor)
