@@ -158,8 +158,9 @@ class FrameworkRun:
 
 
 @contextlib.contextmanager
-def framework_run(tmp_path: Path) -> Iterator[FrameworkRun]:
-    """Tracing configured as a user would, exporting to a loopback receiver and a ledger."""
+def framework_run(tmp_path: Path, intent_tools: Any = INTENT_TOOLS) -> Iterator[FrameworkRun]:
+    """Tracing configured as a user would, exporting to a loopback receiver and a ledger;
+    ``intent_tools`` is the registry step (names, or the framework's tool or agent objects)."""
     key = uuid.uuid4().hex[:12]
     with OtlpReceiver() as rx:
         ledger = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
@@ -168,7 +169,7 @@ def framework_run(tmp_path: Path) -> Iterator[FrameworkRun]:
             provider=provider,
             set_global=False,
             ledger=ledger,
-            intent_tools=INTENT_TOOLS,  # the registry step (a registry of this setup's own)
+            intent_tools=intent_tools,  # the registry step (a registry of this setup's own)
             exporters=[OTLPSpanExporter(endpoint=rx.traces_url)],
             langfuse={
                 "public_key": f"pk-lf-{key}",
@@ -187,9 +188,11 @@ def framework_run(tmp_path: Path) -> Iterator[FrameworkRun]:
 
 
 @contextlib.contextmanager
-def instrumented_run(tmp_path: Path, instrumentor: Any) -> Iterator[FrameworkRun]:
+def instrumented_run(
+    tmp_path: Path, instrumentor: Any, intent_tools: Any = INTENT_TOOLS
+) -> Iterator[FrameworkRun]:
     """``framework_run`` with an OpenTelemetry instrumentor on its provider for the run."""
-    with framework_run(tmp_path) as fw:
+    with framework_run(tmp_path, intent_tools) as fw:
         instrumentor.instrument(tracer_provider=fw.provider)
         try:
             yield fw
