@@ -64,7 +64,9 @@ def _when(ns: int | None) -> datetime | None:
 
 def _took(row: _data.SessionInfo) -> timedelta | None:
     first, last = row["first_ns"], row["last_ns"]
-    return None if first is None or last is None else timedelta(microseconds=(last - first) / 1e3)
+    if first is None or last is None:
+        return None
+    return timedelta(milliseconds=round((last - first) / 1e6))  # shown to the millisecond
 
 
 def _zone() -> str:
