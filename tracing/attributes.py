@@ -129,6 +129,9 @@ OURS: Final[tuple[str, ...]] = (
 
 DEFAULT_LANGFUSE_TAG: Final = "tool-intent"
 """Tag added to ``langfuse.trace.tags`` on intent-labelled spans (``INTENTRACE_LANGFUSE_TAG``)."""
+DEFAULT_ACTIVITY_TAG: Final = "activity-label"
+"""Tag added to ``langfuse.trace.tags`` on activity-label spans (``INTENTRACE_ACTIVITY_TAG``):
+the second label layer, filterable as a family."""
 
 # --------------------------------------------------------------------------------------------
 # OpenTelemetry GenAI semantic conventions

@@ -13,6 +13,7 @@ from redaction.environment_variables import (
 )
 
 __all__ = [
+    "INTENTRACE_ACTIVITY_TAG",
     "INTENTRACE_COLLECT_TOKEN",
     "INTENTRACE_DASHBOARDS",
     "INTENTRACE_LANGFUSE_TAG",
@@ -40,6 +41,12 @@ INTENTRACE_LANGFUSE_TAG = "INTENTRACE_LANGFUSE_TAG"
 """Tag added to ``langfuse.trace.tags`` on intent-labelled spans.
 
 Default ``tool-intent``; an empty value adds none.
+"""
+
+INTENTRACE_ACTIVITY_TAG = "INTENTRACE_ACTIVITY_TAG"
+"""Tag added to ``langfuse.trace.tags`` on activity-label spans (``activity(...)``).
+
+Default ``activity-label``; an empty value adds none.
 """
 
 INTENTRACE_COLLECT_TOKEN = "INTENTRACE_COLLECT_TOKEN"

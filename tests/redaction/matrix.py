@@ -802,7 +802,7 @@ def _sabotage(mp: pytest.MonkeyPatch, which: str | None) -> None:
     elif which == "raw_plain":
         from tracing.otel._calls import CallTracker
 
-        def raw(self: Any, span: ReadableSpan, agent: str | None = None) -> None:
+        def raw(self: Any, span: ReadableSpan, agent: str | None = None, **_: Any) -> None:
             self._owner.forward(span, span)
 
         mp.setattr(CallTracker, "forward_other", raw)

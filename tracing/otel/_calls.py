@@ -44,7 +44,7 @@ from tracing.derive._conventions import (
 )
 from tracing.derive._learn import MAX_TRACES, Pending, RequestedCalls
 from tracing.derive._listed import Resolve
-from tracing.derive._redact import trace_redactor
+from tracing.derive._redact import trace_redactor, with_tag
 from tracing.intent import read_intent, sanitize_label
 from tracing.otel._options import IntentOptions
 from tracing.otel._spans import Shaper, copy_span, encodable, span_view
@@ -120,6 +120,7 @@ class CallTracker:
         self._options = options
         self._naming: Naming = naming
         self._tag = langfuse_tag
+        self._activity_tag = options.resolved_activity_tag()
         self._conventions = tuple(conventions)
         self._live: dict[int, _Live] = {}
         self._scopes: dict[int, _Scope] = {}
@@ -374,17 +375,27 @@ class CallTracker:
                 self._activity(
                     span, attrs, scope.session_id if scope else None, scope.turn if scope else None
                 )
-            self.forward_other(span, scope.agent_id if scope else None)
+            self.forward_other(
+                span, scope.agent_id if scope else None, activity=A.ACTIVITY in attrs
+            )
             return
         self._settle(span, live, scope, convention)
 
-    def forward_other(self, span: ReadableSpan, agent: str | None = None) -> None:
+    def forward_other(
+        self, span: ReadableSpan, agent: str | None = None, *, activity: bool = False
+    ) -> None:
         """Export a span that is not a tool span, redacted (``Shaper.plain``); dropped when
-        redaction cannot run (fail closed)."""
+        redaction cannot run (fail closed). An activity-label span gains the activity tag."""
         context = span.context
         try:
             resolve = self.resolver(context.trace_id) if context is not None else None
             shaped = self.shaper.plain(span, agent=agent, resolve=resolve)
+            if activity and self._activity_tag:
+                attrs = dict(shaped.attributes or {})
+                attrs[A.LANGFUSE_TRACE_TAGS] = with_tag(
+                    attrs.get(A.LANGFUSE_TRACE_TAGS), self._activity_tag
+                )
+                shaped = copy_span(shaped, attributes=attrs)
         except Exception as exc:
             self._owner.count("dropped")
             self._owner.fail("redact span", exc)

@@ -8,7 +8,11 @@ from typing import Final, cast
 
 from tracing import attributes as A
 from tracing.derive._call import NAMINGS, Naming
-from tracing.environment_variables import INTENTRACE_LANGFUSE_TAG, INTENTRACE_NAMING
+from tracing.environment_variables import (
+    INTENTRACE_ACTIVITY_TAG,
+    INTENTRACE_LANGFUSE_TAG,
+    INTENTRACE_NAMING,
+)
 
 
 class ConfigError(ValueError):
@@ -30,6 +34,10 @@ class IntentOptions:
     langfuse_tag: str | bool | None = None
     """Tag added to ``langfuse.trace.tags`` on intent-labelled spans; ``False`` or ``""`` adds
     none. Env: ``INTENTRACE_LANGFUSE_TAG``; default ``tool-intent``."""
+    activity_tag: str | bool | None = None
+    """Tag added to ``langfuse.trace.tags`` on activity-label spans (``activity(...)``, the
+    second label layer); ``False`` or ``""`` adds none. Env: ``INTENTRACE_ACTIVITY_TAG``;
+    default ``activity-label``."""
     learn_from_model_spans: bool = True
     """Name tool spans at start from the tool calls a model span listed (call id, else tool
     name and order within the trace)."""
@@ -59,11 +67,19 @@ class IntentOptions:
         return cast("Naming", value)
 
     def resolved_langfuse_tag(self) -> str | None:
-        if self.langfuse_tag is False:
-            return None
-        if isinstance(self.langfuse_tag, str):
-            return self.langfuse_tag.strip() or None
-        env = os.environ.get(INTENTRACE_LANGFUSE_TAG)
-        if env is not None:
-            return env.strip() or None
-        return A.DEFAULT_LANGFUSE_TAG
+        return _tag(self.langfuse_tag, INTENTRACE_LANGFUSE_TAG, A.DEFAULT_LANGFUSE_TAG)
+
+    def resolved_activity_tag(self) -> str | None:
+        return _tag(self.activity_tag, INTENTRACE_ACTIVITY_TAG, A.DEFAULT_ACTIVITY_TAG)
+
+
+def _tag(value: str | bool | None, env_name: str, default: str) -> str | None:
+    """A tag option: argument > environment > default; ``False``/empty: no tag."""
+    if value is False:
+        return None
+    if isinstance(value, str):
+        return value.strip() or None
+    env = os.environ.get(env_name)
+    if env is not None:
+        return env.strip() or None
+    return default
