@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sqlite3
 import threading
 import time
@@ -17,8 +18,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.collect.test_collect_cli import send, start_collect
 from tests.collect.test_receiver import make_spans, protobuf_body
 from tests.faults.conftest import drop_database
+from tests.faults.test_postgres_outage import disk_full
 from tests.ledger.conftest import FAST, pg_schema_url
 from tests.ledger.test_write import settle, start
 from tests.support.wire import post, spans_to_json
@@ -179,3 +182,23 @@ def test_import_exits_non_zero_when_writes_were_dropped(postgres_url: str, tmp_p
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output
     assert "ledger writes dropped" in result.output
+
+
+@pytest.mark.postgres
+def test_collect_counts_the_writes_its_close_drops(postgres_url: str) -> None:
+    """Stopped while its database is full (every write failing, the retry window not spent):
+    the writes still queued are dropped when the ledger closes; the summary counts them and the
+    command exits 1 (it used to read the count before the close, and exit 0)."""
+    url = pg_schema_url(postgres_url)
+    open_ledger(url).close()  # (a ledger, migrated)
+    disk_full(url, True)
+    proc, endpoint = start_collect("--ledger", url)
+    try:
+        send(endpoint, None, 2)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, (out, err)
+    assert "2 tool calls written" in out  # (taken: queued for the ledger)
+    assert "ledger writes dropped" in out
+    assert "Traceback" not in err

@@ -116,7 +116,7 @@ CREATE TRIGGER fault_disk_full BEFORE INSERT OR UPDATE ON anchors
 """
 
 
-def _disk_full(url: str, on: bool) -> None:
+def disk_full(url: str, on: bool) -> None:
     """What the server answers when its disk (or a quota) is full, SQLSTATE 53100, raised by a
     trigger in our own schema while the switch is on (the shared server is not touched)."""
     import psycopg
@@ -146,7 +146,7 @@ def test_a_full_disk_is_retried_and_nothing_is_lost_silently(
     try:
         ledger.record(start("a"))
         assert ledger.flush(10)
-        _disk_full(url, True)
+        disk_full(url, True)
         ledger.record(settle("a"))
         ledger.record(start("b"))
         deadline = time.monotonic() + 30
@@ -155,7 +155,7 @@ def test_a_full_disk_is_retried_and_nothing_is_lost_silently(
             time.sleep(0.05)
         assert any("No space" in e for e in ledger.recent_errors())
         assert ledger.stats()["dropped"] == (0 if window_s else 2)
-        _disk_full(url, False)  # space freed
+        disk_full(url, False)  # space freed
         ledger.record(start("c"))
         assert ledger.flush(20)
         stats = ledger.stats()

@@ -135,7 +135,7 @@ def collect(  # noqa: PLR0917 - click passes options as arguments
         _serve_until_signal(receiver)
         ledger.flush(10.0)
         counts = receiver.stats()
-        dropped = ledger.stats().get("dropped", 0)
+    dropped = ledger.stats().get("dropped", 0)  # (after the close: what it had to drop too)
     line = (
         f"received {counts.get('spans', 0)} spans in {counts.get('requests', 0)} requests: "
         f"{counts.get('calls', 0)} tool calls written, {counts.get('rejected', 0)} spans rejected"
@@ -287,7 +287,7 @@ def import_(
                 report = import_otlp_lines(lines, feed, progress=advance)
         ledger.flush(60.0)
         url = ledger.url
-        dropped = ledger.stats().get("dropped", 0)
+    dropped = ledger.stats().get("dropped", 0)  # (after the close: what it had to drop too)
     click.echo(
         f"imported {report.spans} spans from {report.lines} lines of {file}: "
         f"{report.calls} tool calls -> ledger {url}"
