@@ -16,6 +16,7 @@ what each destination holds; ``check`` compares it with what a user should see:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import uuid
@@ -83,19 +84,28 @@ def chat_completion(message: dict[str, Any], finish_reason: str) -> bytes:
 
 
 @contextlib.contextmanager
-def scripted_openai_model() -> Iterator[str]:
+def scripted_openai_model(final_tool: str | None = None) -> Iterator[str]:
     """The scripted model behind a loopback OpenAI Chat Completions endpoint (its base URL,
     ``.../v1``, is yielded): one response asking for the scenario's three calls at once, then
-    the final answer ``done``."""
+    the final answer ``done`` (as a call of ``final_tool`` with ``{"answer": "done"}`` for
+    frameworks that end a run by a tool)."""
     tool_calls = [
         {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
         for i, n, a in CALLS
     ]
+    final: dict[str, Any] = {"role": "assistant", "content": "done"}
+    if final_tool is not None:
+        answer = {"name": final_tool, "arguments": json.dumps({"answer": "done"})}
+        final = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "call_final", "type": "function", "function": answer}],
+        }
     server = SSEServer().start()
     try:
         for message, finish in (
             ({"role": "assistant", "content": None, "tool_calls": tool_calls}, "tool_calls"),
-            ({"role": "assistant", "content": "done"}, "stop"),
+            (final, "stop" if final_tool is None else "tool_calls"),
         ):
             server.respond([chat_completion(message, finish)], content_type="application/json")
         yield f"{server.url}/v1"
@@ -127,6 +137,23 @@ class Exported:
     anchors: list[Anchor]
     internal_errors: list[tuple[str, str]]
     all_otlp: list[WireSpan]
+
+
+def without_tool(got: Exported, tool: str) -> Exported:
+    """``got`` less the calls of ``tool`` (a framework's own tool, e.g. smolagents'
+    ``final_answer``), which must be there once, unnamed (not label-bearing)."""
+    rows = [a for a in got.anchors if a["tool_name"] == tool]
+    assert len(rows) == 1 and rows[0]["intent"] is None, rows
+
+    def others(spans: list[WireSpan]) -> list[WireSpan]:
+        return [s for s in spans if s.attributes.get(A.TOOL_NAME) != tool]
+
+    return dataclasses.replace(
+        got,
+        otlp=others(got.otlp),
+        langfuse=others(got.langfuse),
+        anchors=[a for a in got.anchors if a["tool_name"] != tool],
+    )
 
 
 def _tool_spans(spans: list[WireSpan]) -> list[WireSpan]:
