@@ -120,7 +120,8 @@ def _panel(dashboard: str, index: int, panel: Any, result: Any, examples: list[A
         st.caption(panel.description)
     frame = _text.frame(result.to_pandas())  # model-written cells: the display sanitizer
     # ids URL-encoded into a relative link to this app (not model text rendered as markup)
-    frame[LINK_COLUMN] = [drill_link(e) for e in examples]
+    # first, so the link is in view however wide the table is
+    frame.insert(0, LINK_COLUMN, [drill_link(e) for e in examples])
     chart = panel.chart
     tooltip = [*result.columns, LINK_COLUMN]
     if frame.empty:
