@@ -165,7 +165,12 @@ def session_info(url: str, session_id: str) -> SessionInfo | None:
 def _story(url: str, session_id: str, version: tuple[object, ...]) -> Story:
     del version  # part of the cache key only
     book = ledger(url)
-    return build_story(session_id, book.session_anchors(session_id), book.blocks(session_id))
+    anchors = book.session_anchors(session_id)
+    blocks = book.blocks(session_id)
+    children = book.subagent_anchors(session_id)  # subagents run under sessions of their own
+    for child in dict.fromkeys(a["session_id"] for a in children):
+        blocks += book.blocks(child)
+    return build_story(session_id, anchors + children, blocks)
 
 
 @st.cache_resource(show_spinner=False)
@@ -185,7 +190,9 @@ def story(url: str, session_id: str, info: SessionInfo) -> Story:
     seen = _seen()
     key = (url, session_id)
     found = _story(url, session_id, _version(info, seen.get(key, 0)))
-    newer = ledger(url).changed_since(found.max_updated_ns, session_id=session_id, limit=1)
+    # (a live story may hold a subagent writing under its own session: any newer write counts)
+    scope = None if found.live_blocks() else session_id
+    newer = ledger(url).changed_since(found.max_updated_ns, session_id=scope, limit=1)
     if newer:
         seen[key] = max(seen.get(key, 0), newer[0]["updated_ns"])
         found = _story(url, session_id, _version(info, seen[key]))

@@ -676,6 +676,39 @@ class Ledger:
         """Every call of the session, in ``seq`` order."""
         return self._anchors("session_id = ?", [session_id], "ORDER BY seq")
 
+    def subagent_anchors(self, session_id: str) -> list[Anchor]:
+        """The calls of subagents run under sessions of their own (``session(...)`` inside a
+        call of this session): every call of another session whose ``parent_call_id`` chain
+        leads to a call of this one, in (session, ``seq``) order. The story of this session
+        nests them under the call that spawned them.
+
+        Sessions active during this one are looked at (their ``last_ns`` from its first
+        start on, their first start before its last write, or any while it has live calls):
+        a subagent runs inside its call.
+        """
+        info = self.session(session_id)
+        if info is None:
+            return []
+        children = self._anchors(
+            "session_id IN (SELECT session_id FROM sessions WHERE last_ns >= ? AND first_ns <= ? "
+            "AND session_id != ?) "
+            "AND parent_call_id IN (SELECT tool_call_id FROM anchors WHERE session_id = ?)",
+            [info["first_ns"] or 0, _until(info), session_id, session_id],
+        )
+        found: dict[str, Anchor] = {a["tool_call_id"]: a for a in children}
+        for child_session in dict.fromkeys(a["session_id"] for a in children):
+            rows = self.session_anchors(child_session)
+            grew = True
+            while grew:  # (the calls nested under the first ones, in any depth)
+                grew = False
+                for row in rows:
+                    call_id = row["tool_call_id"]
+                    if call_id not in found and row["parent_call_id"] in found:
+                        found[call_id] = row
+                        grew = True
+        order = {s: i for i, s in enumerate(dict.fromkeys(a["session_id"] for a in children))}
+        return sorted(found.values(), key=lambda a: (order[a["session_id"]], a["seq"]))
+
     def anchor(self, tool_call_id: str) -> Anchor | None:
         """One call by its anchor id (``tool_call_id``), or None (``by_provider_id`` finds
         calls by the provider's id)."""
@@ -817,6 +850,12 @@ class Ledger:
     def tools(self) -> list[str]:
         """Every tool name seen, sorted."""
         return [r[0] for r in self._query("SELECT DISTINCT tool_name FROM anchors ORDER BY 1")]
+
+
+def _until(info: SessionInfo) -> int:
+    """The latest a subagent of this session can have started (live calls: any time)."""
+    last = info["last_ns"]
+    return last if last is not None and not info["in_flight"] else 2**62
 
 
 @atexit.register
