@@ -667,8 +667,8 @@ def langfuse_attributes(derived: DerivedCall) -> dict[str, Any]:
         attrs.setdefault(A.SESSION_ID_KEY, session)
     if derived.renamed:
         attrs.pop(A.GEN_AI_TOOL_NAME, None)
+        if A.LOGFIRE_MSG in attrs:  # the server's next choice after gen_ai.tool.name
+            attrs[A.LOGFIRE_MSG] = derived.name
     elif isinstance(tool := attrs.get(A.TOOL_NAME), str):
         attrs.setdefault(A.GEN_AI_TOOL_NAME, tool)
-        if A.LOGFIRE_MSG in attrs:
-            attrs[A.LOGFIRE_MSG] = derived.name
     return attrs
