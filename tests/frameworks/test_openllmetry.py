@@ -4,22 +4,12 @@ Traceloop's LangChain instrumentation (``traceloop.span.kind=tool`` spans with
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.support.frameworks import (
-    FAILING,
-    SEARCHES,
-    Exported,
-    FrameworkRun,
-    check,
-    instrumented_run,
-    search_result,
-)
+from tests.support.frameworks import FrameworkRun, check, instrumented_run, run_langgraph_agent
 
 
 @pytest.fixture
@@ -45,50 +35,12 @@ def _unwrap_callback_manager() -> None:
         unwrap(BaseCallbackManager, "__init__")
 
 
-def _drive(run: FrameworkRun) -> Exported:
-    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-    from langchain_core.messages import AIMessage
-    from langchain_core.tools import tool
-    from langgraph.prebuilt import ToolNode, create_react_agent
-
-    class FakeChatModel(GenericFakeChatModel):
-        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
-            return self
-
-    @tool
-    def search_code(intent: str, query: str) -> str:
-        """Search the code base."""
-        return json.dumps(search_result(query))
-
-    @tool
-    def read_file(intent: str, path: str) -> str:
-        """Read one file."""
-        raise FileNotFoundError(path)
-
-    calls = [
-        *(
-            {"name": "search_code", "args": {"intent": i, "query": q}, "id": f"c{n}"}
-            for n, (i, q) in enumerate(SEARCHES)
-        ),
-        {"name": "read_file", "args": {"intent": FAILING[0], "path": FAILING[1]}, "id": "c9"},
-    ]
-    replies = iter([AIMessage(content="", tool_calls=calls), AIMessage(content="done")])
-    agent = create_react_agent(
-        FakeChatModel(messages=replies),
-        ToolNode([search_code, read_file], handle_tool_errors=True),
-    )
-    with run.session():
-        result = agent.invoke({"messages": [("user", "find the auth code")]})
-    assert result["messages"][-1].content == "done"
-    return run.finish()
-
-
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_langgraph_agent_with_traceloop_langchain(run: FrameworkRun) -> None:
     # Traceloop's tool input is {"input_str": "<the args as a Python repr>", "inputs": {args},
     # "kwargs": {...}, "tags": ..., "metadata": ...}: the intent is read from `inputs` by the
     # wrapped-args rule and the ledger's args keep it neither there nor in `input_str`
-    check(_drive(run))
+    check(run_langgraph_agent(run))
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -98,4 +50,4 @@ def test_parallel_calls_keep_their_own_intents(run: FrameworkRun, attempt: int) 
     # listed calls are matched to tool spans by order, so a run whose calls started the other
     # way round used to name each call by the other's intent (1 run in 5 here) until the tool
     # span's own args (Traceloop's `inputs`) were read
-    check(_drive(run))
+    check(run_langgraph_agent(run))

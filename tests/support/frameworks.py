@@ -214,6 +214,31 @@ def framework_run(tmp_path: Path, intent_tools: Any = INTENT_TOOLS) -> Iterator[
             setup.shutdown()
 
 
+def run_langgraph_agent(run: FrameworkRun) -> Exported:
+    """A LangGraph ReAct agent over a scripted LangChain chat model (the scenario's three calls
+    in one step, then ``done``), its tools run by a ``ToolNode`` (the two searches at once);
+    invoked in the run's session. Returns what the destinations got."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import ToolNode, create_react_agent
+
+    class FakeChatModel(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+    calls = [{"name": n, "args": a, "id": i} for i, n, a in CALLS]
+    replies = iter([AIMessage(content="", tool_calls=calls), AIMessage(content="done")])
+    agent = create_react_agent(
+        FakeChatModel(messages=replies),
+        ToolNode([tool(search_code), tool(read_file)], handle_tool_errors=True),
+    )
+    with run.session():
+        result = agent.invoke({"messages": [("user", "find the auth code")]})
+    assert result["messages"][-1].content == "done"
+    return run.finish()
+
+
 @contextlib.contextmanager
 def instrumented_run(
     tmp_path: Path, instrumentor: Any, intent_tools: Any = INTENT_TOOLS
