@@ -15,7 +15,8 @@ runs the real entry script with AppTest and prints medians:
 * the Live page with 200 calls in flight.
 
 Run: ``.venv/bin/python -m bench.viewer`` (``--ledger PATH`` keeps/reuses the generated file,
-``--repeat N`` timings per figure, ``--only sessions`` the Sessions page alone). Goals (issue 6):
+``--repeat N`` timings per figure, ``--only sessions`` the Sessions page alone, ``--browser``
+the Sessions page in headless Chromium too: warm loads until its table is drawn). Goals (issue 6):
 the 5 000-call session under 3 s; the sessions page fast over 100 000 sessions; (issue 19) the
 Sessions page with 10 000 sessions under 1 s warm:
 ``.venv/bin/python -m bench.viewer --sessions 10000 --only sessions``.
@@ -150,6 +151,80 @@ def _naive_sorted_sessions() -> None:
     st.dataframe(table.head(50), hide_index=True)
 
 
+_NAIVE_SESSIONS_SCRIPT = """
+import pandas as pd
+import streamlit as st
+
+from tracing.ledger import open_ledger
+
+st.title("Sessions")
+rows = open_ledger(None, read_only=True).sessions(limit=10**9)
+st.dataframe(pd.DataFrame(rows), hide_index=True)
+"""
+"""The naive Sessions page as a script of its own (for the browser figures)."""
+_EMPTY_SCRIPT = 'import streamlit as st\n\nst.title("Sessions")\n'
+"""A page with a title only: the floor of any Streamlit page on this machine."""
+
+
+def browser_load(page: Any, url: str, ready: Callable[[Any], None], repeat: int) -> float:
+    """Median seconds from navigating to ``url`` until ``ready(page)`` returns, in Chromium,
+    warm: after one unmeasured load (the server's caches and the browser's bundle filled)."""
+    page.goto(url)
+    ready(page)
+    times: list[float] = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        page.goto(url)
+        ready(page)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _table_drawn(page: Any) -> None:
+    """The table's first row is in the grid (its accessible copy of the canvas)."""
+    page.locator("[data-testid=stDataFrame] [role=row]").nth(1).wait_for(
+        state="attached", timeout=120_000
+    )
+
+
+def _title_drawn(page: Any) -> None:
+    page.locator("[data-testid=stMain] h1").wait_for(timeout=120_000)
+
+
+def _our_table_drawn(page: Any) -> None:
+    page.get_by_text("Sessions 1–").wait_for(timeout=120_000)
+    _table_drawn(page)
+
+
+def browser_figures(path: Path, total: int, repeat: int) -> None:
+    """The Sessions page in headless Chromium against ``intentrace view`` (ours) and a naive
+    page served by ``streamlit run`` (peer)."""
+    # the tests' server and Chromium helpers (the Playwright extra is installed for them)
+    from tests.viewer.browser import chromium_tab, serve
+
+    url = f"sqlite:///{path}"
+    with tempfile.TemporaryDirectory() as folder:
+        naive, empty = Path(folder) / "naive_sessions.py", Path(folder) / "empty.py"
+        naive.write_text(_NAIVE_SESSIONS_SCRIPT)
+        empty.write_text(_EMPTY_SCRIPT)
+        with serve(url, script=naive) as base, chromium_tab(base) as tab:
+            peer_s = browser_load(tab.page, base, _table_drawn, max(1, repeat // 2))
+        with serve(url, script=empty) as base, chromium_tab(base) as tab:
+            floor_s = browser_load(tab.page, base, _title_drawn, repeat)
+    with serve(url) as base, chromium_tab(base) as tab:
+        ours_s = browser_load(tab.page, base + "/", _our_table_drawn, repeat)
+        line(f"sessions page in Chromium over {total} sessions, warm", ours_s, peer_s)
+        line("sessions page in Chromium vs an empty Streamlit page (the floor)", ours_s, floor_s)
+        line(
+            "sessions page in Chromium, sorted by calls, warm",
+            browser_load(tab.page, base + "/?sort=Calls", _our_table_drawn, repeat),
+        )
+        line(
+            "sessions page in Chromium, Errors toggle, warm",
+            browser_load(tab.page, base + "/?errors=true", _our_table_drawn, repeat),
+        )
+
+
 def _naive_session() -> None:
     import streamlit as st
 
@@ -239,6 +314,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--ledger", type=Path, default=None, help="reuse/keep this SQLite file")
     parser.add_argument("--only", choices=("all", "sessions"), default="all")
+    parser.add_argument(
+        "--browser", action="store_true", help="also time the Sessions page in headless Chromium"
+    )
     opts = parser.parse_args()
 
     tmp = None
@@ -282,6 +360,8 @@ def main() -> None:
         "sessions page, errors + sorted by calls, warm",
         time_app(ours({"errors": "true", "sort": "Calls"}), r, cold=False),
     )
+    if opts.browser:
+        browser_figures(path, total, r)
     if opts.only == "sessions":
         book.close()
         if tmp is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import socket
 import subprocess
@@ -11,9 +12,12 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tracing.environment_variables import INTENTRACE_LEDGER_URL
 
 CHROMIUM = "/usr/bin/chromium"
 BROWSER_MARKS = [
@@ -43,13 +47,20 @@ def wait_healthy(base: str, proc: subprocess.Popen[bytes], timeout_s: float = 60
 
 
 @contextlib.contextmanager
-def serve(ledger_url: str, *extra: str) -> Iterator[str]:
+def serve(ledger_url: str, *extra: str, script: Path | None = None) -> Iterator[str]:
     """``intentrace view --ledger <url> --port <free> [extra]`` as a subprocess; yields its
-    base URL and checks that the Streamlit server went away with it."""
+    base URL and checks that the Streamlit server went away with it. ``script``: another
+    Streamlit app (``streamlit run script``, the ledger in ``$INTENTRACE_LEDGER_URL``) in its
+    place, such as a benchmark's naive page."""
     port = free_port()
     cmd = [sys.executable, "-c", "from tracing.cli import main; main()", "view",
            "--ledger", ledger_url, "--port", str(port), *extra]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if script is not None:
+        cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.port", str(port),
+               "--server.address", "127.0.0.1", "--server.headless", "true",
+               "--browser.gatherUsageStats", "false", *extra]  # fmt: skip
+    env = {**os.environ, INTENTRACE_LEDGER_URL: ledger_url}
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(base, proc)
