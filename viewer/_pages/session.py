@@ -13,6 +13,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from tracing import INTENT_MAX_CHARS
 from tracing.ledger import SessionInfo
 from tracing.status import STATUSES, Status
 from viewer import _data
@@ -351,7 +352,7 @@ def _timeline_frame(story: Story, blocks: list[Block], now_ns: int) -> pd.DataFr
                     {
                         "row": f"{call.seq:09d}",
                         "label": ("↳ " * call.depth) + short_label(call.label, 60),
-                        "full": one_line(call.line, 300),
+                        "full": one_line(call.line, INTENT_MAX_CHARS),  # the hover: whole
                         "tool": one_line(call.tool_name, 80),
                         "status": call.status,
                         "start_s": (call.start_ns - origin) / 1e9,
