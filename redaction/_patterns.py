@@ -14,12 +14,13 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import string
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import product
-from typing import Final
+from typing import Any, Final
 
 # --------------------------------------------------------------------------------------------
 # Key-name rule
@@ -298,18 +299,83 @@ _SCHEME_ANCHOR: Final = Anchor(
 )
 # the keyword, then key characters, an optional quote, blanks and ':' or '=' (the key part is
 # at most 6 + 40 characters: the rule's own bound)
-_ASSIGNMENT_ANCHORS: Final = tuple(
-    Anchor(
-        hs_text(v) + r"[A-Za-z0-9_.\-]*[\"']?[ \t]*[:=]",
-        back=46,
-        starts=re.compile("(?=(?i:" + "|".join(ASSIGNMENT_KEYWORDS) + "))"),
-        starts_lower=re.compile("(?=(?:" + "|".join(ASSIGNMENT_KEYWORDS) + "))"),
-        skip=True,
-        caseless=True,
-    )
-    for k in ASSIGNMENT_KEYWORDS
-    for v in spellings(k)
+_KEY_CLASS: Final = r"[A-Za-z0-9_.\-]"
+_ASSIGNMENT_END: Final = _KEY_CLASS + r"*[\"']?[ \t]*[:=]"
+_ASSIGNMENT_STARTS: Final = re.compile("(?=(?i:" + "|".join(ASSIGNMENT_KEYWORDS) + "))")
+_ASSIGNMENT_STARTS_LOWER: Final = re.compile("(?=(?:" + "|".join(ASSIGNMENT_KEYWORDS) + "))")
+BARE_INNOCENT_KEYS: Final[dict[str, tuple[str, ...]]] = {
+    "token": ("s", "izer", "_count", "_limit", "_usage", "_type", "_ids"),
+    "key": ("", "s", "_id", "_name", "word", "words"),
+    "auth": ("or", "ors"),
+}
+"""Keys the key-name rule finds innocent, by keyword and what follows it: the commonest
+near-misses of agent code and JSON (``tokens = ...``, ``"key": ...``, ``"author": ...``). When
+such a key is lower-case and no key character precedes it, its key run (the key, and the
+validator's extension to the left) is the key itself: no match can be kept there, so the
+anchors do not report it (a test checks that every one is innocent)."""
+_RUN_BEFORE: Final = (
+    "(?:" + "|".join([_KEY_CLASS, *(hs_text(c) for v in CASE_VARIANTS.values() for c in v)]) + ")"
 )
+"""A key character or a keyword letter's look-alike: a key run goes on to the left."""
+
+
+def _complement(suffixes: tuple[str, ...]) -> str:
+    """A Hyperscan expression for the strings of key characters that are not ``suffixes``."""
+    trie: dict[str, Any] = {}
+    for suffix in suffixes:
+        node = trie
+        for ch in suffix:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+    key_chars = string.ascii_letters + string.digits + "_.-"
+
+    def comp(node: dict[str, Any]) -> str:
+        taken = sorted(c for c in node if c)
+        others = "".join(hs_text(c) for c in key_chars if c not in taken)
+        alts = [f"[{others}]{_KEY_CLASS}*", *(hs_text(c) + comp(node[c]) for c in taken)]
+        body = "(?:" + "|".join(alts) + ")"
+        return body if "" in node else body + "?"
+
+    return comp(trie)
+
+
+def _assignment_anchor(pattern: str, caseless: bool) -> Anchor:
+    return Anchor(
+        pattern,
+        back=46,
+        starts=_ASSIGNMENT_STARTS,
+        starts_lower=_ASSIGNMENT_STARTS_LOWER,
+        skip=True,
+        caseless=caseless,
+    )
+
+
+def _assignment_anchors(keyword: str) -> tuple[Anchor, ...]:
+    bare = BARE_INNOCENT_KEYS.get(keyword)
+    plain = [v for v in spellings(keyword) if v.isascii()]
+    out = [
+        _assignment_anchor(hs_text(v) + _ASSIGNMENT_END, True)
+        for v in spellings(keyword)
+        if bare is None or not v.isascii()
+    ]
+    if bare is not None and plain:
+        # every match but a bare innocent key: after a key character (any case, any key), the
+        # keyword in some upper case (any key), the keyword in lower case with another key
+        not_lower = "|".join(
+            keyword[:i]
+            + keyword[i].upper()
+            + (f"(?i:{rest})" if (rest := keyword[i + 1 :]) else "")
+            for i in range(len(keyword))
+        )
+        out += [
+            _assignment_anchor(_RUN_BEFORE + f"(?i:{keyword})" + _ASSIGNMENT_END, False),
+            _assignment_anchor(f"(?:{not_lower})" + _ASSIGNMENT_END, False),
+            _assignment_anchor(keyword + _complement(bare) + r"[\"']?[ \t]*[:=]", False),
+        ]
+    return tuple(out)
+
+
+_ASSIGNMENT_ANCHORS: Final = tuple(a for k in ASSIGNMENT_KEYWORDS for a in _assignment_anchors(k))
 # ASCII digits here; a string with a non-ASCII digit runs the digit rules as a whole
 _WIDE_DIGITS: Final = Anchor(NON_ASCII_DIGIT, whole=True)
 _CARD_ANCHORS: Final = (

@@ -13,7 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from redaction import PolicyError, RedactionPolicy, ScrubOptions, UserPattern
-from redaction._patterns import CASE_VARIANTS, VALUE_RULES, non_ascii_digits
+from redaction._patterns import (
+    ASSIGNMENT_KEYWORDS,
+    BARE_INNOCENT_KEYS,
+    CASE_VARIANTS,
+    VALUE_RULES,
+    non_ascii_digits,
+    sensitive_key,
+)
 from redaction._scrubber import Scrubber
 from tests.redaction.examples import VALUE_EXAMPLES
 from tests.redaction.test_properties import SECRETS
@@ -318,6 +325,46 @@ def test_assignment_anchors_share_one_window() -> None:
     assert {(a.back, a.starts, a.starts_lower, a.skip) for a in rule.anchors} == {
         (rule.anchors[0].back, rule.anchors[0].starts, rule.anchors[0].starts_lower, True)
     }
+
+
+def test_bare_innocent_keys_are_innocent() -> None:
+    # the anchors skip them: every one must be a key the validator rejects, whatever follows
+    for keyword, suffixes in BARE_INNOCENT_KEYS.items():
+        assert keyword in ASSIGNMENT_KEYWORDS
+        for suffix in suffixes:
+            assert not sensitive_key(keyword + suffix), keyword + suffix
+
+
+def _assignment_hits(fast: Scrubber, text: str) -> int:
+    engine = fast._fast
+    assert engine is not None
+    hits = engine.auto.scan(text.encode("utf-8", "surrogatepass"))
+    rules = [engine.targets[expr][0] for _, expr in hits]
+    return sum(idx >= 0 and fast.rules[idx].name == "secret_assignment" for idx in rules)
+
+
+@pytest.mark.parametrize("keyword", sorted(BARE_INNOCENT_KEYS))
+def test_bare_innocent_keys_are_skipped_exactly(keyword: str) -> None:
+    fast, python = PAIRS["default"]
+    suffixes = [*BARE_INNOCENT_KEYS[keyword], "", "s", "S", "x", "_secret", "s_password", "_"]
+    spellings = [keyword, keyword.upper(), keyword.title(), keyword[:-1] + keyword[-1].upper()]
+    before = ["", " ", "\n", '"', "(", "x", "_", "-", ".", "7", "\u212a", "\u017f", "max_"]
+    before += ["bearer_", "Bearer", "password_", "\u0130"]
+    after = ["=", " = ", '": ', "'=", ":\t", ":"]
+    skipped = 0
+    for spelling in spellings:
+        for suffix in suffixes:
+            for b in before:
+                for a in after:
+                    text = f"{b}{spelling}{suffix}{a}hunter2secret and more"
+                    assert fast.find(text) == python.find_python(text), text
+                    bare = spelling == keyword and suffix in BARE_INNOCENT_KEYS[keyword]
+                    if bare and not (b and (b[-1].isalnum() or b[-1] in "_.-\u212a\u017f")):
+                        assert _assignment_hits(fast, text) == 0, text  # skipped by the engine
+                        skipped += 1
+                    elif not bare:
+                        assert _assignment_hits(fast, text) > 0, text
+    assert skipped
 
 
 def test_innocent_assignments_in_code_are_skipped_alike() -> None:
