@@ -168,8 +168,10 @@ class FrameworkRun:
     ledger: Ledger
 
     def session(self) -> contextlib.AbstractContextManager[Any]:
-        """The conversation the framework's calls belong to."""
-        return session(SESSION, agent_id=AGENT, turn=1)
+        """The conversation the framework's calls belong to, and its turn's span (on the run's
+        provider: a user's ``configure()`` makes that provider the global one, the tests do
+        not)."""
+        return session(SESSION, agent_id=AGENT, turn=1, tracer=self.provider.get_tracer("app"))
 
     def finish(self) -> Exported:
         """Flush every destination (the exporters post synchronously in a flush)."""
@@ -292,7 +294,11 @@ def check(got: Exported, *, parallel_batch: bool = True, args_stripped: bool = T
         assert_args_stripped(got)
     searches = [a for a in got.anchors if a["tool_name"] == "search_code"]
     if parallel_batch:
+        assert searches[0]["batch_id"] is not None
         assert searches[0]["batch_id"] == searches[1]["batch_id"]
+    # one trace per turn: every call under the turn's invoke_agent span
+    (turn,) = [s for s in got.all_otlp if s.name == f"{A.GEN_AI_INVOKE_AGENT} {AGENT}"]
+    assert {s.trace_id for s in got.otlp} == {turn.trace_id}
 
 
 def assert_args_stripped(got: Exported) -> None:
