@@ -44,6 +44,7 @@ TIMELINE_ROW_PX: Final = 20
 _PICK: Final = "pick"
 """The timeline's point selection: a click on a bar opens that call."""
 _TIMELINE_KEY: Final = "timeline_chart"
+_STORY_TAB: Final = "Story"
 FOLLOW_S: Final = 1.5
 """How often the page asks the ledger whether its session was written since it was drawn."""
 LIVE_TICK_S: Final = 5.0
@@ -262,7 +263,12 @@ def _story_tabs(
     number = _page_number(story, blocks, pages, anchor, turn)
     start, end = pages[number] if pages else (0, 0)
     shown = blocks[start:end]
-    story_tab, timeline_tab, checkpoints_tab = st.tabs(["Story", "Timeline", "Checkpoints"])
+    # a new link (a bar or a checkpoint clicked) makes new tabs that open on the story,
+    # where the call's detail is
+    tabs_key = "session-tabs-" + call_key(anchor or "")[5:]
+    story_tab, timeline_tab, checkpoints_tab = st.tabs(
+        [_STORY_TAB, "Timeline", "Checkpoints"], default=_STORY_TAB, key=tabs_key
+    )
     now_ns = time.time_ns()
     with story_tab:
         _story(url, story, shown, anchor, now_ns, where=where)
