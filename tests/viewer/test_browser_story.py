@@ -14,9 +14,9 @@ from playwright.sync_api import expect
 from tests.viewer import fixture_ledger
 from tests.viewer.browser import BROWSER_MARKS, Tab, chromium_tab, serve
 from tests.viewer.fixture_ledger import AUTH, LIVE
-from viewer._ui import call_key
 from tracing.ledger import AnchorWrite, Ledger, open_ledger
 from tracing.status import Status
+from viewer._ui import call_key
 
 pytestmark = BROWSER_MARKS
 TRACE = "https://langfuse.example/project/p1/traces/{trace_id}?observation={span_id}"
