@@ -241,8 +241,7 @@ class CallTracker:
                 span.update_name(start.name)
                 self._owner.count("renamed_live")
             span.set_attributes(marks)
-        if not ended:  # (ended already: its settled anchor, or the shed one, is written next)
-            self._record(start.anchor.copy())  # the ledger owns the dict it gets
+        self._record(start.anchor.copy())  # the ledger owns the dict it gets
 
     def _name_call(self, trace_id: int, call_id: str, tool_name: str) -> None:
         names = self._call_names
