@@ -509,3 +509,31 @@ def test_examples_drill_down_to_the_calls(
     assert engine.examples(agents) == [("s2", "d"), ("s1", "b")]  # rows: sub, then no agent
     sessions = engine.run("redundancy", {"by": "session"})
     assert engine.examples(sessions) == [("s1", None), ("s2", None)]
+
+
+def test_precedes_with_a_wide_step_is_exact(
+    sqlite_url: str,
+    make_ledger: Callable[[str], Ledger],
+    make_analytics: Callable[..., Analytics],
+) -> None:
+    """A model step of 9 settled calls is beyond the masks' counts (7): the windows are counted
+    by the join, with the same answers as the reference."""
+    ledger = make_ledger(sqlite_url)
+    writes = [call("a", "edit_file", LOCK, batch="b0", start_ms=0)]
+    writes += [
+        call(
+            f"w{i}",
+            "grep",
+            f"Looking for item {i}",
+            batch="b1",
+            start_ms=1 + i,
+            status="error" if i % 2 else "success",
+        )
+        for i in range(9)
+    ]
+    write_all(ledger, writes)
+    engine = make_analytics(sqlite_url)
+    params = {"k": 2, "min_support": 0.0}
+    result = engine.run("precursors", params)
+    assert {r[0]: r[1] for r in result.rows} == {LOCK.lower(): 4}  # every failure of the step
+    assert result.rows == reference("precursors", all_anchors(ledger), params)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from tracing.analytics._definitions import information_sql
-from tracing.analytics._structure import MAX_WINDOW
+from tracing.analytics._structure import MAX_WINDOW, PLANES
 from tracing.status import Status
 
 
@@ -98,6 +98,13 @@ class Param:
 
 Query = tuple[str, dict[str, Any]]
 
+SCOPE_FILTER: Final = "_scope_filter"
+"""Set by the engine when the filters select by session and agent only: the masks' owners
+are then filtered exactly with the calls that hold them."""
+MASKS_EXACT: Final = "_masks_exact"
+"""Set by the engine in the parameters ``precursors`` gets: the copy's precursor masks are
+exact (no model step has 1 << PLANES settled calls or more)."""
+
 
 @dataclass(frozen=True)
 class Analysis:
@@ -135,6 +142,13 @@ _PRECURSOR_COLUMNS: Final = ("item", "count", "support", "lift", "windows", "occ
 def _precursors_sql(p: Mapping[str, Any], where: str) -> Query:
     item, gap = ("phrase", "gap_phrase") if p["by"] == "phrase" else ("norm_intent", "gap_intent")
     binds = {"k": p["k"], "min_support": p["min_support"], "limit": p["limit"]}
+    ranked = """
+SELECT g.item, count, count / fl AS support, (count * n) / (fl * windows) AS lift,
+       windows, occurrences
+FROM g, t
+WHERE count > 0 AND count / fl >= $min_support
+ORDER BY lift DESC, count DESC, g.item
+LIMIT $limit"""
     tail = f"""
 o AS (
   SELECT {item} AS item, count(*)::BIGINT AS occurrences
@@ -142,14 +156,28 @@ o AS (
 g AS (
   SELECT w.item, count(*) FILTER (failed)::BIGINT AS count, count(*)::BIGINT AS windows,
          coalesce(any_value(o.occurrences), 0)::BIGINT AS occurrences
-  FROM w LEFT JOIN o ON o.item = w.item GROUP BY w.item)
-SELECT g.item, count, count / fl AS support, (count * n) / (fl * windows) AS lift,
-       windows, occurrences
-FROM g, t
-WHERE count > 0 AND count / fl >= $min_support
-ORDER BY lift DESC, count DESC, g.item
-LIMIT $limit"""
-    if not (p["across_turns"] or p["across_agents"] or p["include_siblings"]):
+  FROM w LEFT JOIN o ON o.item = w.item GROUP BY w.item){ranked}"""
+    default_scope = not (p["across_turns"] or p["across_agents"] or p["include_siblings"])
+    if default_scope and p.get(MASKS_EXACT) and (where == "TRUE" or p.get(SCOPE_FILTER)):
+        # every settled call owns a window: the masks count them without a join (an item is
+        # credited to its last occurrence in a window: the gap to the next one cuts its mask)
+        count = " + ".join(f"{1 << b} * bit_count(fail{b} & m)" for b in range(PLANES))
+        windows = " + ".join(f"{1 << b} * bit_count(owner{b} & m)" for b in range(PLANES))
+        sql = f"""
+WITH t AS (
+  SELECT count(*) FILTER (status IN {SETTLED_SQL}) AS n,
+         count(*) FILTER (status IN {FAILED_SQL}) AS fl
+  FROM calls WHERE {where}),
+y AS (
+  SELECT {item} AS item, {", ".join(f"owner{b}, fail{b}" for b in range(PLANES))},
+         (1::BIGINT << (CASE WHEN {gap} > 0 AND {gap} < $k THEN {gap} ELSE $k END)) - 1 AS m
+  FROM calls WHERE {item} IS NOT NULL AND {where}),
+g AS (
+  SELECT item, sum({count})::BIGINT AS count, sum({windows})::BIGINT AS windows,
+         count(*)::BIGINT AS occurrences
+  FROM y GROUP BY item){ranked}"""
+        return sql, binds
+    if default_scope:
         # the default scope is precomputed: a window is the k scope positions before the
         # owner's step began; an item is credited to its last occurrence in a window
         sql = f"""

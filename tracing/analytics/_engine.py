@@ -35,6 +35,9 @@ from tracing.analytics._analyses import (
     BUCKETS,
     DEFAULT_MIN_INFO,
     FAILED_SQL,
+    MASKS_EXACT,
+    SCOPE_FILTER,
+    SETTLED_SQL,
     AnalyticsError,
     get_analysis,
 )
@@ -52,14 +55,14 @@ from tracing.analytics._definitions import (
 )
 from tracing.analytics._filters import Filters
 from tracing.analytics._source import ReadAgain, Source, open_source
-from tracing.analytics._structure import SessionRows, compute
+from tracing.analytics._structure import PLANES, SessionRows, compute
 from tracing.analytics._view import FILTER_TABLE, check_view_sql, view_ddl
 from tracing.ledger import Ledger
 from tracing.ledger._files import FILE_MODE, create_private
 
 logger = logging.getLogger("tracing.analytics")
 
-DERIVE_VERSION: Final = "6"
+DERIVE_VERSION: Final = "7"
 """Bumped whenever a definition changes: a snapshot of another version is rebuilt."""
 _SNAPSHOT_VERSION: Final = f"{DERIVE_VERSION}/duckdb-{duckdb.__version__}"
 """What a snapshot must match: ``args_key`` is DuckDB's ``hash()``, which may change between
@@ -99,6 +102,13 @@ STRUCTURE_COLUMNS: Final[tuple[tuple[str, str], ...]] = (
     ("step_rn", "BIGINT"),
     ("gap_intent", "BIGINT"),
     ("gap_phrase", "BIGINT"),
+    ("owner0", "BIGINT"),
+    ("owner1", "BIGINT"),
+    ("owner2", "BIGINT"),
+    ("fail0", "BIGINT"),
+    ("fail1", "BIGINT"),
+    ("fail2", "BIGINT"),
+    ("step_owners", "BIGINT"),
     ("sibling", "BOOLEAN"),
     ("redundant_sibling", "BOOLEAN"),
     ("batch_head", "BOOLEAN"),
@@ -638,7 +648,7 @@ class Analytics:
                 "hash(norm_intent) AS h_intent, hash(phrase) AS h_phrase, "
                 "hash(tool_name) AS h_tool, coalesce(args_key, 0) AS h_args, "
                 "batch_id IS NOT NULL AS has_batch, norm_intent IS NOT NULL AS has_intent, "
-                "args_key IS NOT NULL AS has_args, "
+                f"args_key IS NOT NULL AS has_args, status IN {SETTLED_SQL} AS is_owner, "
                 f"status IN {FAILED_SQL} AS is_failed "
                 # sessions in any order (only the order inside one matters), by their hash as
                 # compute() groups them: cheaper than sorting the id strings
@@ -662,6 +672,7 @@ class Analytics:
                 tool=values("h_tool", np.uint64),
                 args=values("h_args", np.uint64),
                 has_args=values("has_args", np.bool_),
+                owner=values("is_owner", np.bool_),
                 failed=values("is_failed", np.bool_),
             )
         )
@@ -674,6 +685,9 @@ class Analytics:
             ("step_rn", s.step_rn),
             ("gap_intent", s.gap_intent),
             ("gap_phrase", s.gap_phrase),
+            *((f"owner{b}", plane) for b, plane in enumerate(s.owner_planes)),
+            *((f"fail{b}", plane) for b, plane in enumerate(s.fail_planes)),
+            ("step_owners", s.step_owners),
             ("sibling", s.sibling),
             ("redundant_sibling", s.redundant_sibling),
             ("batch_head", s.batch_head),
@@ -761,7 +775,16 @@ class Analytics:
             if sync and time.monotonic() - self._synced_at >= self.options.max_staleness_seconds:
                 self._sync()
             self._ensure_loaded()
-            sql, binds = analysis.sql(resolved, where)
+            given = resolved
+            if name == "precursors":
+                # the masks count windows exactly while no step has 8 settled calls or more
+                wide = self._scalar("SELECT coalesce(max(step_owners), 0) FROM calls")
+                given = {**resolved, MASKS_EXACT: wide < 1 << PLANES}
+                if chosen and _scope_only(chosen):
+                    # a window's calls share its owner's session and agent: filtering the
+                    # calls that hold the masks filters the owners exactly
+                    given[SCOPE_FILTER] = True
+            sql, binds = analysis.sql(given, where)
             rows = self._db.execute(sql, binds | filter_binds).fetchall()
             if sync:
                 self._snapshot_if_due()
@@ -954,6 +977,13 @@ class Analytics:
             finally:
                 self._snapshot_if_due()
         return Result(name="sql", title=sql, columns=columns, rows=rows)
+
+
+def _scope_only(filters: Filters) -> bool:
+    """Whether ``filters`` select by session and agent only (every call of a scope or none)."""
+    return (
+        filters.since is None and filters.until is None and not filters.tool and not filters.status
+    )
 
 
 def _read_only(db: Any, sql: str) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:

@@ -11,6 +11,11 @@ hashes (every grouping is inside one session, where a collision is practically i
 * ``step_rn``: the ``scope_rn`` where the call's model step began (the first call of its batch
   in the scope; its own ``scope_rn`` when it has no batch). A precursor window of ``k`` is the
   ``k`` scope positions before it, so a call's own siblings are never in its window.
+* ``owner0..2`` / ``fail0..2``: bit planes of precursor masks: bit ``d-1`` of plane ``b`` is
+  bit ``b`` of the number of settled (failed) calls whose model step began ``d`` scope positions
+  later; so the windows a call is in, for any ``k`` up to ``MAX_WINDOW``, are counted without a
+  join (``step_owners``: settled calls whose step began at this call; the masks are exact while
+  it stays below 8).
 * ``gap_intent`` / ``gap_phrase``: scope positions to the next call of the scope with the same
   normalized intent / leading phrase (-1: none). A window that holds an intent several times is
   credited to its last occurrence only, so each window counts it once.
@@ -58,7 +63,13 @@ class SessionRows:
     tool: U64
     args: U64
     has_args: Bools
+    owner: Bools
+    """The call is settled: it owns a precursor window."""
     failed: Bools
+
+
+PLANES: Final = 3
+"""Bit planes of the per-position owner counts the masks hold (counts up to 7)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +81,9 @@ class Structure:
     step_rn: I64
     gap_intent: I64
     gap_phrase: I64
+    owner_planes: tuple[I64, ...]
+    fail_planes: tuple[I64, ...]
+    step_owners: I64
     sibling: Bools
     redundant_sibling: Bools
     batch_head: Bools
@@ -118,6 +132,45 @@ def _first_of_group(start: Bools) -> I64:
     return np.maximum.accumulate(np.where(start, positions, 0))
 
 
+def _window_masks(
+    rows: SessionRows, order: I64, start: Bools, scope_rn: I64, step_rn: I64
+) -> tuple[tuple[I64, ...], tuple[I64, ...], I64]:
+    """The precursor masks: for each call, bit ``d-1`` of plane ``b`` is bit ``b`` of the number
+    of settled (failed) calls whose model step began ``d`` scope positions later
+    (``d`` = 1..``MAX_WINDOW``), and per call the number of settled calls whose step began at
+    it (``step_owners``). Worked in scope order, then put back in row order."""
+    n = len(order)
+    first = _first_of_group(start)
+    step_at = first + step_rn[order] - 1  # scope-order index where each call's step began
+    owners_at = np.bincount(step_at[rows.owner[order]], minlength=n).astype(np.int64)
+    fails_at = np.bincount(step_at[rows.failed[order]], minlength=n).astype(np.int64)
+    group_end = np.empty(n, dtype=np.int64)
+    if n:
+        ends = np.append(np.flatnonzero(start)[1:], n) - 1
+        group_end = np.repeat(ends, np.diff(np.append(np.flatnonzero(start), n)))
+    keep = (np.int64(1) << np.minimum(group_end - np.arange(n, dtype=np.int64), MAX_WINDOW)) - 1
+    shifted = np.empty(n, dtype=np.int64)  # one scratch array, not hundreds of temporaries
+    planes: list[tuple[I64, ...]] = []
+    for counts in (owners_at, fails_at):
+        out: list[I64] = []
+        for b in range(PLANES):
+            bits = (counts >> b) & 1
+            mask = np.zeros(n, dtype=np.int64)
+            if bits.any():
+                # bit d-1: the position d later; built across scope ends, then cut at them
+                for d in range(1, min(MAX_WINDOW, n - 1) + 1):
+                    np.left_shift(bits[d:], d - 1, out=shifted[:-d])
+                    np.bitwise_or(mask[:-d], shifted[:-d], out=mask[:-d])
+                mask &= keep
+            placed = np.empty(n, dtype=np.int64)
+            placed[order] = mask
+            out.append(placed)
+        planes.append(tuple(out))
+    step_owners = np.empty(n, dtype=np.int64)
+    step_owners[order] = owners_at
+    return planes[0], planes[1], step_owners
+
+
 def compute(rows: SessionRows) -> Structure:
     """The session-dependent columns of every call (see the module docstring).
 
@@ -136,8 +189,8 @@ def compute(rows: SessionRows) -> Structure:
     intent, phrase, args = _dense(rows.intent), _dense(rows.phrase), _dense(rows.args)
 
     scope_rn = np.zeros(n, dtype=np.int64)
-    order, start = _in_order(scope)
-    scope_rn[order] = np.arange(n, dtype=np.int64) - _first_of_group(start) + 1
+    scope_order, scope_start = _in_order(scope)
+    scope_rn[scope_order] = np.arange(n, dtype=np.int64) - _first_of_group(scope_start) + 1
 
     step_rn = scope_rn.copy()
     idx = np.flatnonzero(rows.has_batch)
@@ -145,6 +198,10 @@ def compute(rows: SessionRows) -> Structure:
         order, start = _in_order(_combine(scope[idx], batch[idx]))
         in_order = idx[order]
         step_rn[in_order] = scope_rn[in_order[_first_of_group(start)]]
+
+    owner_planes, fail_planes, step_owners = _window_masks(
+        rows, scope_order, scope_start, scope_rn, step_rn
+    )
 
     def next_gap(key: I64) -> I64:
         gap = np.full(n, -1, dtype=np.int64)
@@ -217,6 +274,9 @@ def compute(rows: SessionRows) -> Structure:
         step_rn=step_rn,
         gap_intent=gap_intent,
         gap_phrase=gap_phrase,
+        owner_planes=owner_planes,
+        fail_planes=fail_planes,
+        step_owners=step_owners,
         sibling=sibling,
         redundant_sibling=redundant,
         batch_head=head,
