@@ -16,7 +16,7 @@ import binascii
 import re
 import string
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import product
@@ -319,14 +319,19 @@ _RUN_BEFORE: Final = (
 """A key character or a keyword letter's look-alike: a key run goes on to the left."""
 
 
-def _complement(suffixes: tuple[str, ...]) -> str:
-    """A Hyperscan expression for the strings of key characters that are not ``suffixes``."""
-    trie: dict[str, Any] = {}
-    for suffix in suffixes:
-        node = trie
-        for ch in suffix:
+def trie(words: Iterable[str]) -> dict[str, Any]:
+    """``words`` as nested dicts by character; ``""`` marks where a word ends."""
+    root: dict[str, Any] = {}
+    for w in words:
+        node = root
+        for ch in w:
             node = node.setdefault(ch, {})
         node[""] = {}
+    return root
+
+
+def _complement(suffixes: tuple[str, ...]) -> str:
+    """A Hyperscan expression for the strings of key characters that are not ``suffixes``."""
     key_chars = string.ascii_letters + string.digits + "_.-"
 
     def comp(node: dict[str, Any]) -> str:
@@ -336,7 +341,7 @@ def _complement(suffixes: tuple[str, ...]) -> str:
         body = "(?:" + "|".join(alts) + ")"
         return body if "" in node else body + "?"
 
-    return comp(trie)
+    return comp(trie(suffixes))
 
 
 def _assignment_anchor(pattern: str, caseless: bool) -> Anchor:

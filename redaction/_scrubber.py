@@ -36,6 +36,7 @@ from redaction._patterns import (
     VALUE_RULES,
     ValueRule,
     normalise_key,
+    trie,
 )
 from redaction._walk import Walker
 
@@ -350,12 +351,6 @@ class Scrubber:
 
 def _trie_regex(words: list[str]) -> str:
     """An alternation of ``words`` shaped as a trie (``s(?:k\\-|ecret)``), longest first."""
-    trie: dict[str, Any] = {}
-    for w in words:
-        node = trie
-        for ch in w:
-            node = node.setdefault(ch, {})
-        node[""] = {}
 
     def emit(node: dict[str, Any]) -> str:
         ends = "" in node
@@ -365,7 +360,7 @@ def _trie_regex(words: list[str]) -> str:
         body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
         return f"(?:{body})?" if ends else body
 
-    return emit(trie)
+    return emit(trie(words))
 
 
 def _from_builtin(r: ValueRule) -> CompiledRule:
