@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.support.agent import instrumented
 from tracing import activity, session, tool_call
@@ -71,3 +73,23 @@ def test_a_cut_summary_keeps_the_latest_calls_under_their_header(
         "  t1 #3 grep ok: Grepping for the callback",
         "t1 #6 read_file error: Reading the router (FileNotFoundError: router.py)",
     ]
+
+
+def test_any_budget_keeps_a_suffix_within_it(written: tuple[Ledger, str]) -> None:
+    ledger, _ = written
+    whole = ledger.summary("conv").splitlines()
+    calls = [line for line in whole[1:] if not line.startswith("▸")]
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.integers(min_value=0, max_value=400))
+    def check(budget: int) -> None:
+        cut = ledger.summary("conv", max_chars=budget)
+        assert len(cut) <= budget
+        lines = cut.splitlines()[1:]
+        kept = [line for line in lines if not line.startswith(("▸", "… "))]
+        assert kept == calls[len(calls) - len(kept) :]  # the most recent calls, in order
+        for line in kept:  # a call of a labelled block keeps its header above it
+            if line.startswith("  "):
+                assert lines[0].startswith("▸") or lines[1].startswith("▸")
+
+    check()

@@ -25,7 +25,9 @@ def _flat(text: str | None, limit: int | None = None) -> str:
 
 
 def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1] + "…" if limit > 0 else ""
 
 
 def _duration(ms: float | None) -> str:
@@ -134,7 +136,8 @@ def render_summary(
             break
     left_out = len(calls) - kept_calls
     note = f"… {left_out} earlier call{'s' if left_out != 1 else ''} left out"
-    return _cut("\n".join([header, note, *kept]), max_chars)
+    out = "\n".join([header, note, *kept])
+    return out if len(out) <= max_chars else header  # (no room for the note: the header)
 
 
 def _calls(n: int, what: str = "tool call") -> str:
