@@ -20,7 +20,7 @@ from tracing import (
     tool_call,
 )
 from tracing.cli import main
-from tracing.ledger import Ledger, open_ledger
+from tracing.ledger import AnchorWrite, Ledger, open_ledger
 from tracing.status import HeaderCall, Status, call_kind, count_header
 
 LABEL = "Explored the auth flow"
@@ -115,3 +115,21 @@ def test_the_plain_count_names_subagents_and_questions() -> None:
     assert group_header([sub, sub]) == "Ran 2 subagents"
     assert count_header([]) == "Used 0 tools"
     assert call_kind("search_code") == "tool"
+
+
+def test_watch_counts_subagents_and_questions(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/counts.db"
+    with open_ledger(url) as ledger:
+        for call_id, tool in (("q", "ask_user"), ("t", "task"), ("inner", "grep")):
+            write = AnchorWrite(
+                tool_call_id=call_id,
+                tool_name=tool,
+                status=Status.IN_FLIGHT,
+                session_id="s1",
+                batch_id="b1",
+            )
+            if call_id == "inner":  # the subagent's call, made under "t"
+                write["parent_call_id"], write["batch_id"] = "t", "b2"
+            ledger.record(write)
+        assert ledger.flush()
+    assert "▸ Ran 1 subagent, asked 1 question" in _watch(url)
