@@ -225,6 +225,94 @@ def browser_figures(path: Path, total: int, repeat: int) -> None:
         )
 
 
+_NAIVE_SESSION_SCRIPT = """
+import streamlit as st
+
+from tracing.ledger import open_ledger
+
+st.title("Session")
+batch = None
+for anchor in open_ledger(None, read_only=True).session_anchors("big-session"):
+    if anchor["batch_id"] != batch:
+        batch = anchor["batch_id"]
+        st.text(str(batch))
+    st.text(f"{anchor['label']}  {anchor['tool_name']}  {anchor['duration_ms']}")
+"""
+"""The naive Session page (every call a line) as a script of its own (browser figures)."""
+
+
+def _first_page_last_call(path: Path) -> tuple[str, str]:
+    """(id of the last call drawn on the big session's first page, its row's label)."""
+    from viewer._story import build_story
+
+    book = open_ledger(f"sqlite:///{path}", read_only=True)
+    try:
+        story = build_story(BIG, book.session_anchors(BIG), book.blocks(BIG))
+        last = story.page_blocks(0)[-1].calls[-1]
+        return last.id, last.short
+    finally:
+        book.close()
+
+
+def session_browser_figures(path: Path, calls: int, repeat: int) -> None:
+    """The Session page of the big session in headless Chromium against ``intentrace view``
+    (ours: first rows, then the whole first page: its last row, the timeline, the checkpoints)
+    and a naive page that draws every call as a line (peer: its first row, its last)."""
+    from tests.viewer.browser import chromium_tab, serve
+    from viewer._ui import call_key
+
+    url = f"sqlite:///{path}"
+    last_id, _ = _first_page_last_call(path)
+    first_rows = "[data-testid=stMain] [class*='st-key-call-']"
+
+    def ours_first_rows(page: Any) -> None:
+        page.locator(first_rows).first.wait_for(timeout=120_000)
+
+    def ours_first_page(page: Any) -> None:
+        page.locator(f".st-key-{call_key(last_id)}").wait_for(state="attached", timeout=120_000)
+        for element in ("stVegaLiteChart", "stDataFrame"):  # the other tabs' content too
+            page.locator(f"[data-testid={element}]").first.wait_for(
+                state="attached", timeout=120_000
+            )
+
+    def naive_first_row(page: Any) -> None:
+        page.get_by_text("Reading part 0 of the auth module", exact=False).first.wait_for(
+            timeout=120_000
+        )
+
+    def naive_all(page: Any) -> None:
+        page.get_by_text(f"Reading part {calls - 1} of the auth module").first.wait_for(
+            state="attached", timeout=300_000
+        )
+
+    target = f"/session?session={BIG}"
+    with tempfile.TemporaryDirectory() as folder:
+        naive = Path(folder) / "naive_session.py"
+        naive.write_text(_NAIVE_SESSION_SCRIPT)
+        with serve(url, script=naive) as base, chromium_tab(base) as tab:
+            peer_first = browser_load(tab.page, base, naive_first_row, max(1, repeat // 2))
+            peer_all = browser_load(tab.page, base, naive_all, max(1, repeat // 2))
+    with serve(url) as base, chromium_tab(base) as tab:
+        # the first load after the server started: the story is read and built (cold)
+        t0 = time.perf_counter()
+        tab.page.goto(base + target)
+        ours_first_rows(tab.page)
+        cold_rows = time.perf_counter() - t0
+        ours_first_page(tab.page)
+        cold_page = time.perf_counter() - t0
+        rows_s = browser_load(tab.page, base + target, ours_first_rows, repeat)
+        page_s = browser_load(tab.page, base + target, ours_first_page, repeat)
+    line(f"session page in Chromium, {calls} calls, first rows, warm", rows_s, peer_first)
+    line(f"session page in Chromium, {calls} calls, whole first page, warm", page_s, peer_all)
+    line(f"session page in Chromium, {calls} calls, first rows, first load", cold_rows)
+    line(f"session page in Chromium, {calls} calls, whole first page, first load", cold_page)
+    print(
+        f"goals (issue 19): first rows < 1 s: {'met' if rows_s < 1 else 'NOT met'}; "
+        f"whole first page < 1.5 s: {'met' if page_s < 1.5 else 'NOT met'} (warm medians)",
+        flush=True,
+    )
+
+
 def _naive_session() -> None:
     import streamlit as st
 
@@ -313,9 +401,9 @@ def main() -> None:
     parser.add_argument("--live", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--ledger", type=Path, default=None, help="reuse/keep this SQLite file")
-    parser.add_argument("--only", choices=("all", "sessions"), default="all")
+    parser.add_argument("--only", choices=("all", "sessions", "session-browser"), default="all")
     parser.add_argument(
-        "--browser", action="store_true", help="also time the Sessions page in headless Chromium"
+        "--browser", action="store_true", help="also time the pages in headless Chromium"
     )
     opts = parser.parse_args()
 
@@ -336,6 +424,12 @@ def main() -> None:
     print(f"python {sys.version.split()[0]}, AppTest medians of {opts.repeat} runs")
 
     r = opts.repeat
+    if opts.only == "session-browser":  # the Session page in Chromium only
+        book.close()
+        session_browser_figures(path, big["calls"], r)
+        if tmp is not None:
+            tmp.cleanup()
+        return
     line(
         f"sessions page over {total} sessions (first page)",
         time_app(ours(), r, cold=True),
@@ -383,6 +477,8 @@ def main() -> None:
     line(f"live page, {len(book.in_flight(limit=1000))} calls in flight",
          time_app(ours(page="live"), r, cold=True))  # fmt: skip
     book.close()
+    if opts.browser:
+        session_browser_figures(path, big["calls"], r)
     if tmp is not None:
         tmp.cleanup()
 

@@ -26,8 +26,9 @@ from tracing.status import (
 )
 from viewer._text import FRAMES, INTENT_CHARS, one_line
 
-PAGE_CALLS: Final = 100
-"""Calls per page of a session (whole blocks; a page holds more when one block is bigger)."""
+PAGE_CALLS: Final = 50
+"""Calls per page of a session (whole blocks; a page holds more when one block is bigger): a
+page is drawn row by row in the browser, so its size is what the first page costs."""
 
 
 def split_frame(label: str) -> tuple[str, str]:

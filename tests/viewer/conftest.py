@@ -72,6 +72,16 @@ def open_page(at: AppTest, url_path: str) -> None:
     at._page_hash = calc_hash(url_path)
 
 
+def open_tab(at: AppTest, name: str) -> AppTest:
+    """Open a tab of the Session page (they are lazy: only the open one is drawn) and run."""
+    from viewer._pages.session import tabs_key
+
+    anchor = at.query_params.get("anchor")
+    at.session_state[tabs_key(str(anchor) if anchor else None)] = name
+    at.run()
+    return at
+
+
 def texts(at: AppTest) -> list[str]:
     return [t.value for t in at.text]
 

@@ -9,7 +9,7 @@ import pytest
 from streamlit import dataframe_util
 from streamlit.testing.v1 import AppTest
 
-from tests.viewer.conftest import captions, open_page, run_app, texts
+from tests.viewer.conftest import captions, open_page, open_tab, run_app, texts
 from tests.viewer.fixture_ledger import AUTH, BULK_SESSIONS, LIVE, XSS, XSS_INTENT
 from viewer._ui import call_key
 
@@ -25,6 +25,9 @@ def badges(at: AppTest) -> list[str]:
 
 
 def chart_data(at: AppTest) -> pd.DataFrame:
+    """The timeline's data (the Timeline tab is opened first: tabs are lazy)."""
+    if not at.get("vega_lite_chart"):
+        open_tab(at, "Timeline")
     (chart,) = at.get("vega_lite_chart")
     (dataset,) = chart.proto.datasets
     return dataframe_util.convert_arrow_bytes_to_pandas_df(dataset.data.data)
@@ -297,7 +300,7 @@ def test_timeline_has_one_row_per_call_even_with_identical_labels() -> None:
 
 
 def test_checkpoints_are_settled_calls_and_open_the_call() -> None:
-    at = run_app({"session": AUTH})
+    at = open_tab(run_app({"session": AUTH}), "Checkpoints")
     table = at.dataframe[0].value
     assert len(table) == 13
     assert list(table["checkpoint"][:3]) == [

@@ -45,6 +45,8 @@ _PICK: Final = "pick"
 """The timeline's point selection: a click on a bar opens that call."""
 _TIMELINE_KEY: Final = "timeline_chart"
 _STORY_TAB: Final = "Story"
+_TIMELINE_TAB: Final = "Timeline"
+_CHECKPOINTS_TAB: Final = "Checkpoints"
 FOLLOW_S: Final = 1.5
 """How often the page asks the ledger whether its session was written since it was drawn."""
 LIVE_TICK_S: Final = 5.0
@@ -265,17 +267,29 @@ def _story_tabs(
     shown = blocks[start:end]
     # a new link (a bar or a checkpoint clicked) makes new tabs that open on the story,
     # where the call's detail is
-    tabs_key = "session-tabs-" + call_key(anchor or "")[5:]
+    # lazy tabs (on_change="rerun"): only the open tab's content is computed and sent, so the
+    # story's rows are not queued behind a chart and a table of every settled call
     story_tab, timeline_tab, checkpoints_tab = st.tabs(
-        [_STORY_TAB, "Timeline", "Checkpoints"], default=_STORY_TAB, key=tabs_key
+        [_STORY_TAB, _TIMELINE_TAB, _CHECKPOINTS_TAB],
+        default=_STORY_TAB,
+        key=tabs_key(anchor),
+        on_change="rerun",
     )
     now_ns = time.time_ns()
-    with story_tab:
-        _story(url, story, shown, anchor, now_ns, where=where)
-    with timeline_tab:
-        _timeline(story, shown, now_ns)
-    with checkpoints_tab:
-        _checkpoints(story)
+    if story_tab.open:
+        with story_tab:
+            _story(url, story, shown, anchor, now_ns, where=where)
+    if timeline_tab.open:
+        with timeline_tab:
+            _timeline(story, shown, now_ns)
+    if checkpoints_tab.open:
+        with checkpoints_tab:
+            _checkpoints(story)
+
+
+def tabs_key(anchor: str | None) -> str:
+    """The Story/Timeline/Checkpoints tabs' key: a new link makes new tabs, on the story."""
+    return "session-tabs-" + call_key(anchor or "")[5:]
 
 
 def _page_number(
@@ -470,4 +484,4 @@ def _checkpoints(story: Story) -> None:
         st.rerun()
 
 
-__all__ = ["render"]
+__all__ = ["render", "tabs_key"]
