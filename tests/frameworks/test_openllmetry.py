@@ -9,30 +9,25 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.frameworks import FrameworkRun, check, instrumented_run, run_langgraph_agent
+from tests.support.frameworks import (
+    FrameworkRun,
+    check,
+    instrumented_run,
+    run_langgraph_agent,
+    undo_patches,
+)
 
 
 @pytest.fixture
 def run(tmp_path: Path) -> Iterator[FrameworkRun]:
     from opentelemetry.instrumentation.langchain import LangchainInstrumentor
 
-    try:
-        with instrumented_run(tmp_path, LangchainInstrumentor()) as fw:
-            yield fw
-    finally:
-        _unwrap_callback_manager()
-
-
-def _unwrap_callback_manager() -> None:
-    """Undo what ``LangchainInstrumentor.uninstrument()`` leaves (opentelemetry-instrumentation-
-    langchain 0.62): its ``unwrap("langchain_core.callbacks", "BaseCallbackManager.__init__")``
-    resolves the module as the class and unwraps nothing, so the first instrumentation's handler
-    stays and every later one in the process sends its spans to the first provider."""
-    from langchain_core.callbacks import BaseCallbackManager
-    from opentelemetry.instrumentation.utils import unwrap
-
-    while hasattr(BaseCallbackManager.__init__, "__wrapped__"):
-        unwrap(BaseCallbackManager, "__init__")
+    # LangchainInstrumentor.uninstrument() (0.62) leaves its wrappers (undo_patches says why)
+    with (
+        undo_patches("langchain_core", "langchain", "langgraph"),
+        instrumented_run(tmp_path, LangchainInstrumentor()) as fw,
+    ):
+        yield fw
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -51,3 +46,11 @@ def test_parallel_calls_keep_their_own_intents(run: FrameworkRun, attempt: int) 
     # way round used to name each call by the other's intent (1 run in 5 here) until the tool
     # span's own args (Traceloop's `inputs`) were read
     check(run_langgraph_agent(run))
+
+
+def test_langchain_is_as_it_was_after_a_run() -> None:
+    # (runs after the tests above: the fixture's teardown put the classes back)
+    import wrapt
+    from langchain_core.callbacks import BaseCallbackManager
+
+    assert not isinstance(vars(BaseCallbackManager)["__init__"], wrapt.BaseObjectProxy)

@@ -28,7 +28,11 @@ if TYPE_CHECKING:
 def run(tmp_path: Path) -> Iterator[FrameworkRun]:
     from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 
-    with scenario.instrumented_run(tmp_path, OpenAIInstrumentor()) as fw:
+    # OpenAIInstrumentor.uninstrument() (0.62) leaves its wrappers on the client's resources
+    with (
+        scenario.undo_patches("openai"),
+        scenario.instrumented_run(tmp_path, OpenAIInstrumentor()) as fw,
+    ):
         yield fw
 
 
@@ -80,3 +84,19 @@ def test_openai_chat_completions_with_traceloop(run: FrameworkRun) -> None:
     # the model span's calls form one block
     assert {a["batch_id"] for a in got.anchors} == {model_span.span_id}
     scenario.check(got)
+
+
+def test_no_wrapper_is_left_on_the_client(run: FrameworkRun) -> None:
+    import openai.resources.chat.completions as chat
+    import wrapt
+
+    assert isinstance(vars(chat.Completions)["create"], wrapt.BaseObjectProxy)  # instrumented now
+
+
+def test_the_client_is_as_it_was_after_a_run() -> None:
+    # (runs after the test above: the fixture's teardown put the classes back)
+    import openai.resources.chat.completions as chat
+    import wrapt
+
+    assert not isinstance(vars(chat.Completions)["create"], wrapt.BaseObjectProxy)
+    assert not isinstance(vars(chat.AsyncCompletions)["create"], wrapt.BaseObjectProxy)

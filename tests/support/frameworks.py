@@ -19,12 +19,14 @@ import contextlib
 import dataclasses
 import json
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import wrapt
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -239,6 +241,41 @@ def run_langgraph_agent(run: FrameworkRun) -> Exported:
         result = agent.invoke({"messages": [("user", "find the auth code")]})
     assert result["messages"][-1].content == "done"
     return run.finish()
+
+
+def _patchable(prefixes: tuple[str, ...]) -> dict[tuple[type, str], Any]:
+    """Every class attribute of the loaded modules under ``prefixes``."""
+    found: dict[tuple[type, str], Any] = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith(prefixes):
+            continue
+        for cls in list(vars(module).values()):
+            if isinstance(cls, type) and cls.__module__ == name:
+                for attr, value in list(vars(cls).items()):
+                    found[(cls, attr)] = value
+    return found
+
+
+@contextlib.contextmanager
+def undo_patches(*prefixes: str) -> Iterator[None]:
+    """Put the classes of the modules under ``prefixes`` back as they were: an instrumentor
+    whose ``uninstrument()`` leaves its wrappers in place (Traceloop's OpenLLMetry 0.62 names
+    the module to unwrap as the class: its LangChain callback wrapper stays, so a later run
+    sends every span to the first provider, and its OpenAI wrappers stay on the client) must
+    not change what later tests of the process run."""
+    before = _patchable(prefixes)
+    try:
+        yield
+    finally:
+        for (cls, attr), value in _patchable(prefixes).items():
+            if (cls, attr) in before:
+                if before[(cls, attr)] is not value:
+                    setattr(cls, attr, before[(cls, attr)])
+            elif isinstance(value, wrapt.BaseObjectProxy):  # wrapped in a module loaded since
+                inner: Any = value
+                while isinstance(inner, wrapt.BaseObjectProxy):
+                    inner = inner.__wrapped__
+                setattr(cls, attr, inner)
 
 
 @contextlib.contextmanager
