@@ -264,13 +264,20 @@ _NOVEL: Final = information_sql("tok.t")
 
 
 def _vague_sql(p: Mapping[str, Any], where: str) -> Query:
-    # an intent is generic when the tokens of it that are not common among its tool's distinct
+    # one pass over the calls, grouped by tool and intent: every rule but `reused` is the
+    # intent's own, so the rules run on the groups (tens of thousands), not on every call.
+    # An intent is generic when the tokens of it that are not common among its tool's distinct
     # intents carry too little information (the whole ledger: what a call is compared with is
     # never filtered)
     common = f"""
-WITH di AS (
-  SELECT tool_name AS g_tool, norm_intent AS g_n, any_value(coalesce(tokens, norm_intent)) AS toks
-  FROM calls WHERE norm_intent IS NOT NULL GROUP BY tool_name, norm_intent),
+WITH a AS (
+  SELECT tool_name AS g_tool, norm_intent AS g_n,
+         any_value(coalesce(tokens, norm_intent)) AS toks, any_value(intent_info) AS info,
+         any_value(tool_info) AS tinfo, bool_or(names_tool) AS nt,
+         count(*) FILTER (NOT hidden AND {where}) AS n,
+         count(*) FILTER (NOT hidden AND reused AND {where}) AS n_reused
+  FROM calls GROUP BY tool_name, norm_intent),
+di AS (SELECT g_tool, g_n, toks FROM a WHERE g_n IS NOT NULL),
 per_tool AS (SELECT g_tool, count(*) AS intents FROM di GROUP BY g_tool),
 tok AS (
   SELECT DISTINCT g_tool, g_n, t
@@ -284,15 +291,14 @@ generic AS (
   GROUP BY tok.g_tool, tok.g_n
   HAVING coalesce(sum({_NOVEL}) FILTER (c.t IS NULL), 0) < $min_novel),
 c AS (
-  SELECT tool_name, norm_intent, intent_info,
-         CASE WHEN norm_intent IS NULL THEN 1
-              WHEN intent_info < $min_info THEN 2
-              WHEN names_tool AND intent_info - tool_info < $min_info THEN 3
-              WHEN g_n IS NOT NULL THEN 4
-              WHEN reused THEN 5
+  SELECT a.g_tool AS tool_name, a.g_n AS norm_intent, info AS intent_info, n, n_reused,
+         CASE WHEN a.g_n IS NULL THEN 1
+              WHEN info < $min_info THEN 2
+              WHEN nt AND info - tinfo < $min_info THEN 3
+              WHEN generic.g_n IS NOT NULL THEN 4
               ELSE 0 END AS cat
-  FROM calls LEFT JOIN generic ON g_tool = tool_name AND g_n = norm_intent
-  WHERE NOT hidden AND {where})"""
+  FROM a LEFT JOIN generic ON generic.g_tool = a.g_tool AND generic.g_n = a.g_n
+  WHERE n > 0)"""
     binds: dict[str, Any] = {
         "min_info": p["min_info"],
         "common_share": p["common_share"],
@@ -303,20 +309,23 @@ c AS (
     if p["by"] == "intent":
         reasons = ", ".join(f"'{r}'" for r in _REASONS)
         sql = f"""{common}
-SELECT tool_name, norm_intent, count(*) AS calls, any_value(intent_info) AS information,
-       CASE WHEN min(cat) FILTER (cat BETWEEN 1 AND 4) IS NOT NULL
-            THEN [{reasons}][min(cat) FILTER (cat BETWEEN 1 AND 4)]
-            WHEN bool_or(cat = 5) THEN 'reused' END AS reason
-FROM c GROUP BY tool_name, norm_intent HAVING count(*) >= $min_calls
+SELECT tool_name, norm_intent, n AS calls, intent_info AS information,
+       CASE WHEN cat > 0 THEN [{reasons}][cat] WHEN n_reused > 0 THEN 'reused' END AS reason
+FROM c WHERE n >= $min_calls
 ORDER BY reason IS NULL, tool_name, calls DESC, norm_intent NULLS FIRST"""
         return sql, binds
+
+    def total(condition: str, column: str = "n") -> str:
+        return f"coalesce(sum({column}) FILTER ({condition}), 0)::BIGINT"
+
+    vague = f"({total('cat > 0')} + {total('cat = 0', 'n_reused')})"
     sql = f"""{common}
-SELECT tool_name, count(*) AS calls,
-       count(*) FILTER (cat = 1) AS missing, count(*) FILTER (cat = 2) AS short,
-       count(*) FILTER (cat = 3) AS names_tool, count(*) FILTER (cat = 4) AS generic,
-       count(*) FILTER (cat = 5) AS reused, count(*) FILTER (cat > 0) AS vague,
-       count(*) FILTER (cat > 0) / count(*) AS vague_share
-FROM c GROUP BY tool_name HAVING count(*) >= $min_calls
+SELECT tool_name, sum(n)::BIGINT AS calls,
+       {total("cat = 1")} AS missing, {total("cat = 2")} AS short,
+       {total("cat = 3")} AS names_tool, {total("cat = 4")} AS generic,
+       {total("cat = 0", "n_reused")} AS reused, {vague} AS vague,
+       {vague} / sum(n) AS vague_share
+FROM c GROUP BY tool_name HAVING sum(n) >= $min_calls
 ORDER BY vague_share DESC, calls DESC, tool_name"""
     return sql, binds
 
