@@ -217,7 +217,7 @@ def browser_figures(path: Path, total: int, repeat: int) -> None:
         line("sessions page in Chromium vs an empty Streamlit page (the floor)", ours_s, floor_s)
         line(
             "sessions page in Chromium, sorted by calls, warm",
-            browser_load(tab.page, base + "/?sort=Calls", _our_table_drawn, repeat),
+            browser_load(tab.page, base + "/?sort=calls", _our_table_drawn, repeat),
         )
         line(
             "sessions page in Chromium, Errors toggle, warm",
@@ -441,18 +441,18 @@ def main() -> None:
          time_app(ours({"q": "issue 99999"}), r, cold=True))  # fmt: skip
     line(
         "sessions page, sorted by calls over every page",
-        time_app(ours({"sort": "Calls"}), r, cold=True),
+        time_app(ours({"sort": "calls"}), r, cold=True),
         time_app(peer(_naive_sorted_sessions), max(1, r // 2), cold=True),
     )
-    line("sessions page, sorted by calls, warm", time_app(ours({"sort": "Calls"}), r, cold=False))
-    line("sessions page, sorted by duration", time_app(ours({"sort": "Duration"}), r, cold=True))
-    line("sessions page, sorted by errors", time_app(ours({"sort": "Errors"}), r, cold=True))
+    line("sessions page, sorted by calls, warm", time_app(ours({"sort": "calls"}), r, cold=False))
+    line("sessions page, sorted by duration", time_app(ours({"sort": "duration"}), r, cold=True))
+    line("sessions page, sorted by errors", time_app(ours({"sort": "errors"}), r, cold=True))
     line("sessions page, Errors toggle", time_app(ours({"errors": "true"}), r, cold=True))
     line("sessions page, Live toggle", time_app(ours({"live": "true"}), r, cold=True))
-    line("sessions page, last 24 hours", time_app(ours({"range": "Last 24 hours"}), r, cold=True))
+    line("sessions page, last 24 hours", time_app(ours({"range": "24h"}), r, cold=True))
     line(
         "sessions page, errors + sorted by calls, warm",
-        time_app(ours({"errors": "true", "sort": "Calls"}), r, cold=False),
+        time_app(ours({"errors": "true", "sort": "calls"}), r, cold=False),
     )
     if opts.browser:
         browser_figures(path, total, r)

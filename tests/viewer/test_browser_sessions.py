@@ -19,6 +19,8 @@ pytestmark = BROWSER_MARKS
 TOTAL = BULK_SESSIONS + 3
 ZONE = "Asia/Tokyo"  # +09:00 all year: the browser's zone the page must use
 WAIT_MS = 30_000
+ROW_PX = 35
+"""The grid's row height (header and rows): rows are selected by clicking their checkbox."""
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +53,24 @@ def shown(tab: Any) -> list[str]:
     return cells
 
 
+def at_url(tab: Any, pattern: str) -> None:
+    """Wait until the tab's URL matches ``pattern`` (a regex). Back and Forward move within the
+    document and Streamlit then rewrites the URL in place, which ``wait_for_url`` can miss."""
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while not re.search(pattern, tab.url):
+        assert time.monotonic() < deadline, f"{tab.url} never matched {pattern}"
+        tab.wait_for_timeout(100)
+
+
+def idle(tab: Any) -> None:
+    """Wait until the app's run has finished (the app's script state) and a moment more:
+    Back/Forward in the middle of a run can leave the run's URL on the next page's entry."""
+    tab.locator("[data-testid=stApp][data-test-script-state=notRunning]").wait_for(
+        state="attached", timeout=WAIT_MS
+    )
+    tab.wait_for_timeout(1_000)
+
+
 def rows_become(tab: Any, check: Callable[[list[str]], bool]) -> list[str]:
     """The rows once ``check`` holds (the grid redraws after the caption changes)."""
     deadline = time.monotonic() + WAIT_MS / 1000
@@ -80,8 +100,7 @@ def test_back_and_forward_walk_sessions_session_call_live(browser_tab: Tab) -> N
     assert rows[:3] == [XSS, LIVE, AUTH]
     # select AUTH's row: its checkbox cell (the grid is drawn on a canvas)
     grid = tab.locator("[data-testid=stDataFrame]").bounding_box()
-    row_px = 35
-    tab.mouse.click(grid["x"] + 16, grid["y"] + row_px * (1 + rows.index(AUTH)) + row_px / 2)
+    tab.mouse.click(grid["x"] + 16, grid["y"] + ROW_PX * (1.5 + rows.index(AUTH)))
     tab.wait_for_url(f"**/session?session={AUTH}", timeout=WAIT_MS)
     title(tab, "Session")
     # open a call: its Details link
@@ -94,25 +113,26 @@ def test_back_and_forward_walk_sessions_session_call_live(browser_tab: Tab) -> N
     title(tab, "Live")
 
     tab.go_back()
-    tab.wait_for_url(re.compile(r"/session\?.*anchor=c2"), timeout=WAIT_MS)
+    at_url(tab, r"/session\?.*anchor=c2")
     title(tab, "Session")
     tab.locator(f".st-key-{call_key('c2')}[data-focused='1']").wait_for(timeout=WAIT_MS)
     tab.go_back()
-    tab.wait_for_url(f"**/session?session={AUTH}", timeout=WAIT_MS)
+    at_url(tab, rf"/session\?session={AUTH}$")
     title(tab, "Session")
     tab.go_back()
     title(tab, "Sessions")  # not bounced back to the session, nor re-opened by the selection
-    tab.wait_for_timeout(1_000)
+    caption(tab, f"Sessions 1–{TOTAL} of {TOTAL}")
+    idle(tab)
     assert "/session" not in tab.url
     title(tab, "Sessions")
 
     tab.go_forward()
-    tab.wait_for_url(f"**/session?session={AUTH}", timeout=WAIT_MS)
+    at_url(tab, rf"/session\?session={AUTH}$")
     title(tab, "Session")
     tab.go_forward()
-    tab.wait_for_url(re.compile(r"/session\?.*anchor=c2"), timeout=WAIT_MS)
+    at_url(tab, r"/session\?.*anchor=c2")
     tab.go_forward()
-    tab.wait_for_url("**/live", timeout=WAIT_MS)
+    at_url(tab, r"/live$")
     title(tab, "Live")
 
 
@@ -122,7 +142,7 @@ def test_sort_runs_over_every_page(browser_tab: Tab) -> None:
     caption(tab, f"Sessions 1–{TOTAL} of {TOTAL}")
     pick(tab, "Per page", "25")
     pick(tab, "Sort by", "Calls")
-    tab.wait_for_url("**sort=Calls*", timeout=WAIT_MS)
+    tab.wait_for_url("**sort=calls*", timeout=WAIT_MS)
     caption(tab, f"Sessions 1–25 of {TOTAL} · calls, most first (across all pages)")
     assert rows_become(tab, lambda rows: rows[:2] == [AUTH, LIVE])[:2] == [AUTH, LIVE]
     toggle(tab, "Ascending")
@@ -151,6 +171,17 @@ def test_errors_and_live_toggles_and_back(browser_tab: Tab) -> None:
     tab.goto(f"{server}/?errors=true")
     caption(tab, "Sessions 1–1 of 1")
     assert rows_become(tab, lambda rows: rows == [AUTH]) == [AUTH]
+    # open a session from the filtered list: Back comes to the same list
+    grid = tab.locator("[data-testid=stDataFrame]").bounding_box()
+    tab.mouse.click(grid["x"] + 16, grid["y"] + ROW_PX * 1.5)
+    tab.wait_for_url(f"**/session?session={AUTH}*", timeout=WAIT_MS)
+    title(tab, "Session")
+    tab.go_back()
+    title(tab, "Sessions")
+    caption(tab, "Sessions 1–1 of 1")
+    assert rows_become(tab, lambda rows: rows == [AUTH]) == [AUTH]
+    assert "errors=true" in tab.url
+    assert tab.locator("[data-testid=stCheckbox]", has_text="Errors").locator("input").is_checked()
 
 
 def test_time_range(browser_tab: Tab) -> None:
@@ -158,7 +189,7 @@ def test_time_range(browser_tab: Tab) -> None:
     tab.goto(server)
     caption(tab, f"Sessions 1–{TOTAL} of {TOTAL}")
     pick(tab, "Time range", "Last 24 hours")  # the fixture's sessions are older
-    tab.wait_for_url("**range=Last*", timeout=WAIT_MS)
+    tab.wait_for_url("**range=24h*", timeout=WAIT_MS)
     tab.locator("[data-testid=stAlert]", has_text="No session matches these filters.").wait_for(
         timeout=WAIT_MS
     )
@@ -177,8 +208,8 @@ def test_times_local_utc_relative(browser_tab: Tab) -> None:
     # times in the browser's zone, and the page says which
     caption(tab, f"Times in {ZONE}, your browser's time zone.")
     tab.locator("[data-testid=stButtonGroup] button", has_text="Relative").click()
-    tab.wait_for_url("**times=Relative*", timeout=WAIT_MS)
+    tab.wait_for_url("**times=relative*", timeout=WAIT_MS)
     caption(tab, "Times relative to now")
     tab.locator("[data-testid=stButtonGroup] button", has_text="UTC").click()
-    tab.wait_for_url("**times=UTC*", timeout=WAIT_MS)
+    tab.wait_for_url("**times=utc*", timeout=WAIT_MS)
     caption(tab, "Times in UTC.")

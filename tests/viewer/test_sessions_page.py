@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.ledger.conftest import pg_schema_url
 from tests.viewer import fixture_ledger
-from tests.viewer.conftest import captions, run_app
+from tests.viewer.conftest import captions, open_page, run_app
 from tests.viewer.fixture_ledger import AUTH, BASE_NS, BULK_SESSIONS, LIVE, XSS
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
 from tracing.ledger import open_ledger
@@ -82,7 +82,7 @@ def test_sort(store_url: str, sort: str, ascending: bool, first: list[str]) -> N
 
 
 def test_sort_runs_over_every_page_not_the_one_shown(store_url: str) -> None:
-    at = run_app({"sort": "Calls", "asc": "true"})  # a link with the sort in it
+    at = run_app({"sort": "calls", "asc": "true"})  # a link with the sort in it
     at.selectbox(key="size").set_value(25).run()
     name = "Sessions 1–25 of 33 · calls, fewest first (across all pages)."
     assert captions(at)[0].startswith(name)
@@ -154,11 +154,11 @@ def test_time_range_presets_count_back_from_now(
     ):
         at.selectbox(key="range").set_value(preset).run()
         assert sessions(at) == expected, preset
-    assert sessions(run_app({"range": "Last 7 days"})) == ["conv-now", "conv-yesterday"]
+    assert sessions(run_app({"range": "7d"})) == ["conv-now", "conv-yesterday"]
 
 
 def test_old_sessions_out_of_a_recent_range_say_so(store_url: str) -> None:
-    at = run_app({"range": "Last hour"})
+    at = run_app({"range": "1h"})
     assert not at.dataframe
     assert [i.value for i in at.info] == [NO_MATCH]  # not "the ledger has no sessions"
 
@@ -187,7 +187,7 @@ def test_times_relative_or_utc(store_url: str) -> None:
     assert columns(at)["first seen"]["type_config"] == {"type": "datetime", "format": "distance"}
     at.segmented_control(key="times").set_value("utc").run()
     assert columns(at)["first seen"]["type_config"]["timezone"] == "UTC"
-    at = run_app({"times": "Relative"})
+    at = run_app({"times": "relative"})
     assert columns(at)["last seen"]["type_config"]["format"] == "distance"
 
 
@@ -196,3 +196,22 @@ def test_a_search_with_other_filters_names_no_single_cause(store_url: str) -> No
     assert sessions(at) == [AUTH]
     at.toggle(key="live").set_value(True).run()
     assert [i.value for i in at.info] == [NO_MATCH]
+
+
+def test_a_session_opened_from_a_filtered_list_carries_the_list_for_back(store_url: str) -> None:
+    at = run_app({"errors": "true", "sort": "calls"})
+    assert sessions(at) == [AUTH]
+    at.session_state["sessions_table"] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    assert [t.value for t in at.title] == ["Session"]
+    # st.switch_page gave the Sessions page's history entry these parameters: Back lands there
+    params = {k: v[-1] if isinstance(v, list) else v for k, v in at.query_params.items()}
+    assert params == {"session": AUTH, "errors": "true", "sort": "calls"}
+    open_page(at, "sessions")  # what the browser's Back does, in the same tab: that URL
+    at.query_params.clear()
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    assert [t.value for t in at.title] == ["Sessions"]
+    assert at.toggle(key="errors").value and at.selectbox(key="sort").value == "calls"
+    assert sessions(at) == [AUTH]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Collection
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -47,6 +48,16 @@ SORTS: Final[dict[SessionOrder, tuple[str, str, str]]] = {
 TIMES: Final = {"local": "Local", "utc": "UTC", "relative": "Relative"}
 """How times are shown: the browser's time zone (its offset shown), UTC, or "5 minutes ago"."""
 _TIME_FORMAT: Final = "YYYY-MM-DD HH:mm:ss Z"
+_DEFAULTS: Final[dict[str, str | bool]] = {
+    "q": "", "range": "any", "sort": "last_seen", "asc": False, "errors": False, "live": False,
+    "times": "local",
+}  # fmt: skip
+"""The controls kept in the URL (``?sort=calls&errors=true``): widget key and default value."""
+_CHOICES: Final[dict[str, Collection[str]]] = {
+    "range": RANGES,
+    "sort": SESSION_ORDERS,
+    "times": TIMES,
+}
 
 
 def _choice(value: object) -> str | None:
@@ -163,36 +174,75 @@ def _window(choice: str, zone: str) -> tuple[int | None, int | None, int | None]
     return None, int(start.timestamp()) * 1_000_000_000, int(end.timestamp()) * 1_000_000_000 - 1
 
 
+def _from_url() -> None:
+    """Controls not on screen yet (a link, a reload, Back from another page) start as the URL
+    says; unknown values are ignored. ``times`` always has a value (no widget default)."""
+    params = st.query_params
+    for key, default in _DEFAULTS.items():
+        raw = params.get(key)
+        if key in st.session_state or raw is None:
+            continue
+        if isinstance(default, bool):
+            if raw in ("true", "false"):
+                st.session_state[key] = raw == "true"
+        elif key not in _CHOICES or raw in _CHOICES[key]:
+            st.session_state[key] = raw
+    st.session_state.setdefault("times", _DEFAULTS["times"])
+
+
+def _to_url() -> None:
+    """The controls' values into the URL (a default one leaves it): a link or Back shows the
+    same list. Kept by hand rather than bound (``bind``): ``st.switch_page`` may not carry a
+    bound parameter, and ``_open`` must carry them."""
+    for key, default in _DEFAULTS.items():
+        value = st.session_state.get(key, default)
+        if value == default:
+            if key in st.query_params:
+                del st.query_params[key]
+            continue
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        if st.query_params.get(key) != text:
+            st.query_params[key] = text
+
+
 def _controls() -> tuple[str, int, str, SessionOrder, bool, bool, bool, str]:
     """The controls above the table (each kept in the URL): search, page size, time range,
     sort and its direction, the errors and live toggles, how times are shown."""
+    _from_url()
     with st.container(horizontal=True, vertical_alignment="bottom"):
         search = st.text_input(
-            "Search intents",
-            key="q",
-            placeholder="words from an intent, outcome or label",
-            bind="query-params",
+            "Search intents", key="q", placeholder="words from an intent, outcome or label"
         )
         choice = st.selectbox(
-            "Time range", list(RANGES), key="range", format_func=lambda k: RANGES[k][0],
-            bind="query-params",
-        )  # fmt: skip
+            "Time range", list(RANGES), key="range", format_func=lambda k: RANGES[k][0]
+        )
         order = st.selectbox(
-            "Sort by", SESSION_ORDERS, key="sort", format_func=lambda k: SORTS[k][0],
-            bind="query-params",
-        )  # fmt: skip
+            "Sort by", SESSION_ORDERS, key="sort", format_func=lambda k: SORTS[k][0]
+        )
         size = st.selectbox("Per page", PAGE_SIZES, index=1, key="size")
     with st.container(horizontal=True, vertical_alignment="center"):
-        ascending = st.toggle("Ascending", key="asc", bind="query-params")
-        errors = st.toggle("Errors", key="errors", help="Sessions with a failed call",
-                           bind="query-params")  # fmt: skip
-        live = st.toggle("Live", key="live", help="Sessions with a call not settled yet",
-                         bind="query-params")  # fmt: skip
+        ascending = st.toggle("Ascending", key="asc")
+        errors = st.toggle("Errors", key="errors", help="Sessions with a failed call")
+        live = st.toggle("Live", key="live", help="Sessions with a call not settled yet")
         times = st.segmented_control(
-            "Times", list(TIMES), default="local", required=True, key="times",
-            format_func=lambda k: TIMES[k], label_visibility="collapsed", bind="query-params",
+            "Times", list(TIMES), required=True, key="times", format_func=lambda k: TIMES[k],
+            label_visibility="collapsed",
         )  # fmt: skip
-    return search, size, choice, order, not ascending, errors, live, times
+    _to_url()
+    return search, size, choice, order, not ascending, errors, live, times or "local"
+
+
+def _open(session_id: str) -> None:
+    """Open a session from the table. ``st.switch_page`` first rewrites this page's URL to the
+    parameters it is given: the list's go with the session, so that Back comes to the same
+    list (the Sessions page ignores ``session`` then, and the Session page the list's)."""
+    target = page("session")
+    if target is None:
+        return
+    keep = {k: v for k, v in st.query_params.to_dict().items() if k in _DEFAULTS}
+    # forget the selection: coming Back to this page must not open the session again
+    del st.session_state["sessions_table"]
+    st.switch_page(target, query_params={SESSION_PARAM: session_id, **keep})
 
 
 def _sessions(url: str) -> None:
@@ -246,12 +296,8 @@ def _sessions(url: str) -> None:
         )
         st.caption(_times_note(times, zone))
         chosen = picked.selection.rows
-        target = page("session")
-        if chosen and target is not None:
-            session_id = rows[chosen[0]]["session_id"]
-            # forget the selection: coming Back to this page must not open the session again
-            del st.session_state["sessions_table"]
-            st.switch_page(target, query_params={SESSION_PARAM: session_id})
+        if chosen:
+            _open(rows[chosen[0]]["session_id"])
     elif total == 0 and where == _data.SessionFilter():
         st.info("The ledger has no sessions yet. Record some calls, or run `intentrace demo`.")
     elif search and where == _data.SessionFilter(search=search):
