@@ -15,6 +15,7 @@ from redaction._patterns import BUILTIN_PATTERNS, KEY_CATEGORIES
 from redaction._policy import (
     Action,
     AgentOverlay,
+    CallRedactor,
     Decision,
     RedactedCall,
     RedactionPolicy,
@@ -28,6 +29,7 @@ __all__ = [
     "KEY_CATEGORIES",
     "Action",
     "AgentOverlay",
+    "CallRedactor",
     "Decision",
     "PolicyError",
     "RedactedCall",

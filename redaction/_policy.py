@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, Protocol, TypeVar, cast
 
 from redaction._base import HMAC_PREFIX, TrailEntry, placeholder
 from redaction._errors import PolicyError, RedactionError
@@ -45,6 +45,27 @@ from redaction.environment_variables import (
 _log = logging.getLogger("redaction")
 
 T = TypeVar("T")
+
+
+class CallRedactor(Protocol):
+    """What the tracing side uses of a policy: :class:`RedactionPolicy` satisfies it (and so
+    may a test's stand-in that wraps one)."""
+
+    def redact_call(
+        self,
+        *,
+        tool_name: str,
+        agent_id: str | None = None,
+        args: Any = None,
+        intent: str | None = None,
+        outcome: str | None = None,
+        output: Any = None,
+        error: str | None = None,
+    ) -> Any: ...
+
+    def scrub(self, value: Any) -> Any: ...
+
+    def scrub_text(self, text: str) -> str: ...
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii as quote
-from typing import Any, Final, Literal, Protocol, cast
+from typing import Any, Final, Literal, Protocol, TypeAlias, cast
 
 import jiter
 
+from redaction import CallRedactor
 from tracing import attributes as A
 from tracing.anchor import AnchorWrite, anchor_id
 from tracing.derive._conventions import (
@@ -66,24 +67,8 @@ Naming = Literal["intent", "stable"]
 NAMINGS: Final[tuple[str, ...]] = ("intent", "stable")
 
 
-class PolicyLike(Protocol):
-    """What we use of ``redaction.RedactionPolicy`` (which satisfies it)."""
-
-    def redact_call(
-        self,
-        *,
-        tool_name: str,
-        agent_id: str | None = None,
-        args: Any = None,
-        intent: str | None = None,
-        outcome: str | None = None,
-        output: Any = None,
-        error: str | None = None,
-    ) -> Any: ...
-
-    def scrub(self, value: Any) -> Any: ...
-
-    def scrub_text(self, text: str) -> str: ...
+PolicyLike: TypeAlias = CallRedactor
+"""What we use of ``redaction.RedactionPolicy`` (which satisfies it)."""
 
 
 class RegistryLike(Protocol):

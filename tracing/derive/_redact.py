@@ -19,23 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, cast
+from typing import Any, Final, cast
 
-from redaction import placeholder
+from redaction import CallRedactor, placeholder
 from tracing import attributes as A
 from tracing.derive._conventions import ALL_ARGS_KEYS, ALL_RESULT_KEYS, EventView, SpanView
 from tracing.derive._listed import KEEP, ListedCalls, Resolve
 from tracing.intent._args import first_str, to_json_text
 
-
-class _Policy(Protocol):
-    def redact_call(
-        self, *, tool_name: str, agent_id: str | None = None, args: Any = None, output: Any = None
-    ) -> Any: ...
-
-    def scrub(self, value: Any) -> Any: ...
-
-    def scrub_text(self, text: str) -> str: ...
+_Policy = CallRedactor
 
 
 # keys whose values are enums written by instrumentations: nothing to scrub, only checked for
