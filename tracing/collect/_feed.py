@@ -39,27 +39,23 @@ from typing import Any, Final
 from redaction import RedactionPolicy
 from tracing import attributes as A
 from tracing.anchor import AnchorWrite, LedgerSink
-from tracing.derive._call import (
+from tracing.derive import (
+    DEFAULT_CONVENTIONS,
     CallContext,
+    Convention,
     PolicyLike,
     RegistryLike,
-    call_anchor_id,
-    derive_call,
-    int_or_none,
-    raw_intent_of,
-)
-from tracing.derive._conventions import (
-    DEFAULT_CONVENTIONS,
-    GENAI,
-    STATUS_ERROR,
-    Convention,
+    RequestedCalls,
     SpanView,
     ToolFacts,
+    derive_call,
     is_model_span,
     match_convention,
     requested_calls,
 )
-from tracing.derive._learn import Pending, RequestedCalls
+from tracing.derive._call import call_anchor_id, int_or_none, raw_intent_of
+from tracing.derive._conventions import GENAI, STATUS_ERROR
+from tracing.derive._learn import Pending
 from tracing.diagnostics import ErrorLog
 from tracing.intent import IntentRegistry, read_intent, sanitize_label
 from tracing.intent._args import first_str

@@ -21,28 +21,25 @@ from opentelemetry.trace import StatusCode, format_span_id
 from tracing import attributes as A
 from tracing._context import SessionInfo
 from tracing.anchor import AnchorWrite, LedgerSink
-from tracing.derive._call import (
+from tracing.derive import (
     CallContext,
+    Convention,
     Naming,
     PolicyLike,
     RegistryLike,
+    RequestedCalls,
+    SpanView,
     StartCall,
+    ToolFacts,
     derive_call,
     derive_start,
-    label_name,
-    langfuse_attributes,
-    raw_intent_of,
-    settle_status,
-)
-from tracing.derive._conventions import (
-    Convention,
-    SpanView,
-    ToolFacts,
     is_model_span,
     match_convention,
     requested_calls,
+    settle_status,
 )
-from tracing.derive._learn import MAX_TRACES, Pending, RequestedCalls
+from tracing.derive._call import label_name, langfuse_attributes, raw_intent_of
+from tracing.derive._learn import MAX_TRACES, Pending
 from tracing.derive._listed import Resolve
 from tracing.derive._redact import trace_redactor, with_tag
 from tracing.intent import read_intent, sanitize_label
