@@ -15,10 +15,10 @@ as ``name: ours X, peer Y, ratio Z`` lines, plus each default dashboard against 
 from the whole ledger, then answers), cold (a fresh process starting from the snapshot) and
 warm; and the first build of the copy on its own. The peers compute
 the same definitions (the per-anchor ones through the same Python functions, as SQLite UDFs
-and pandas maps); the script checks that every peer returns our rows. Peers are written for
-``tools`` and ``over_time``; those of ``precursors``, ``vague_intents`` and ``redundancy`` were
-retired when their definitions changed (scoped windows, per-batch redundancy on arguments,
-information across scripts) until they are rewritten.
+and pandas maps); the script checks that every peer returns our rows. SQLite SQL peers are
+written for ``precursors`` (default scope), ``redundancy``, ``tools`` and ``over_time``, pandas
+peers for ``tools`` and ``over_time``; ``vague_intents`` has none since its definition changed
+(information across scripts).
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ def sqlite_prepare(path: Path) -> sqlite3.Connection:
     conn.execute("CREATE TEMP TABLE n AS SELECT rowid AS id, norm(intent) AS n FROM anchors")
     conn.execute(
         "CREATE TEMP TABLE d AS SELECT a.tool_call_id, a.session_id, a.seq, a.batch_id, "
+        "a.agent_id, a.turn, "
         "a.tool_name, a.status, a.start_ns, a.duration_ms, n.n, phrase(n.n) AS ph, "
         "words(n.n) AS w, coalesce(length(a.intent), 0) AS chars, hidden(a.redaction) AS h, "
         "names_tool(n.n, a.tool_name) AS nt, args_key(a.args, a.redaction) AS a "
@@ -88,6 +89,73 @@ def sqlite_prepare(path: Path) -> sqlite3.Connection:
     )
     conn.execute("DROP TABLE n")
     return conn
+
+
+def sqlite_precursors(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The default scope: the k calls of the same session, agent and turn before the owner's
+    model step began (positions by window functions, the windows by an indexed join)."""
+    item = "ph" if p["by"] == "phrase" else "n"
+    conn.execute("DROP TABLE IF EXISTS e")
+    conn.execute(f"""
+    CREATE TEMP TABLE e AS
+    WITH c AS (SELECT session_id, agent_id, turn, batch_id, {item} AS item,
+                      status IN {_sql_in(SETTLED)} AS owner, status IN {_sql_in(FAILED)} AS failed,
+                      row_number() OVER (PARTITION BY session_id, agent_id, turn
+                                         ORDER BY seq, tool_call_id) AS sp
+               FROM d)
+    SELECT *, CASE WHEN batch_id IS NULL THEN sp ELSE min(sp) OVER
+                (PARTITION BY session_id, agent_id, turn, batch_id) END AS se FROM c""")
+    conn.execute("CREATE INDEX e_pos ON e (session_id, agent_id, turn, sp)")
+    distances = " UNION ALL ".join(f"SELECT {d} AS d" for d in range(1, p["k"] + 1))
+    sql = f"""
+    WITH w AS (SELECT DISTINCT o.rowid AS owner_row, o.failed, x.item
+               FROM e o CROSS JOIN ({distances}) dd
+               JOIN e x ON x.session_id = o.session_id AND x.agent_id IS o.agent_id
+                       AND x.turn IS o.turn AND x.sp = o.se - dd.d
+               WHERE o.owner AND x.item IS NOT NULL),
+    t AS (SELECT sum(owner) AS n, sum(failed) AS fl FROM e),
+    occ AS (SELECT item, count(*) AS occurrences FROM e WHERE item IS NOT NULL GROUP BY item),
+    g AS (SELECT item, sum(failed) AS cnt, count(*) AS windows FROM w GROUP BY item)
+    SELECT g.item, cnt, cnt * 1.0 / fl, (cnt * n) * 1.0 / (fl * windows), windows, occurrences
+    FROM g JOIN occ USING (item), t
+    WHERE cnt > 0 AND cnt * 1.0 / fl >= ?
+    ORDER BY 4 DESC, 2 DESC, 1 LIMIT ?"""
+    return conn.execute(sql, (p["min_support"], p["limit"])).fetchall()
+
+
+def sqlite_redundancy(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Redundant siblings per batch and tool on equivalent args; repeats of an earlier batch's
+    call (the latest such call by an indexed lookup) that did not fail."""
+    key = "tool_name" if p["by"] == "tool" else "session_id"
+    conn.execute("CREATE INDEX IF NOT EXISTS d_args ON d (session_id, tool_name, a, seq)")
+    sql = f"""
+    WITH f AS (
+      SELECT {key} AS key, batch_id, tool_name,
+        batch_id IS NOT NULL AND row_number() OVER bt = 1
+          AND count(*) OVER (PARTITION BY session_id, batch_id, tool_name) > 1 AS head,
+        CASE WHEN batch_id IS NOT NULL AND a IS NOT NULL THEN row_number() OVER
+          (PARTITION BY session_id, batch_id, tool_name, a ORDER BY seq, tool_call_id) > 1
+          ELSE 0 END AS red,
+        CASE WHEN a IS NULL THEN 0 ELSE coalesce((
+          SELECT y.status NOT IN {_sql_in(FAILED)} FROM d y
+          WHERE y.session_id = x.session_id AND y.tool_name = x.tool_name AND y.a = x.a
+            AND (y.seq < x.seq OR (y.seq = x.seq AND y.tool_call_id < x.tool_call_id))
+            AND (y.batch_id IS NULL OR y.batch_id IS NOT x.batch_id)
+          ORDER BY y.seq DESC, y.tool_call_id DESC LIMIT 1), 0) END AS rep,
+        session_id
+      FROM d x
+      WINDOW bt AS (PARTITION BY session_id, batch_id, tool_name ORDER BY seq, tool_call_id)),
+    r AS (SELECT session_id, batch_id, tool_name, max(red) AS any_red FROM f
+          WHERE batch_id IS NOT NULL GROUP BY 1, 2, 3),
+    g AS (SELECT f.key, f.head AND coalesce(r.any_red, 0) AS head_red, f.head, f.red, f.rep
+          FROM f LEFT JOIN r ON r.session_id = f.session_id AND r.batch_id IS f.batch_id
+                             AND r.tool_name = f.tool_name)
+    SELECT key, count(*), sum(head), sum(head_red),
+           CASE WHEN sum(head) > 0 THEN sum(head_red) * 1.0 / sum(head) END, sum(red), sum(rep),
+           sum(rep) * 1.0 / count(*)
+    FROM g GROUP BY key HAVING count(*) >= ? ORDER BY sum(red) + sum(rep) DESC, 2 DESC, 1
+    LIMIT ?"""
+    return conn.execute(sql, (p["min_calls"], p["limit"])).fetchall()
 
 
 def sqlite_tools(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -126,6 +194,8 @@ def sqlite_over_time(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple[
 
 
 SQLITE: dict[str, Callable[[sqlite3.Connection, dict[str, Any]], list[tuple[Any, ...]]]] = {
+    "precursors": sqlite_precursors,
+    "redundancy": sqlite_redundancy,
     "tools": sqlite_tools,
     "over_time": sqlite_over_time,
 }
