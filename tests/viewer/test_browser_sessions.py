@@ -58,7 +58,7 @@ def at_url(tab: Any, pattern: str) -> None:
     document and Streamlit then rewrites the URL in place, which ``wait_for_url`` can miss."""
     deadline = time.monotonic() + WAIT_MS / 1000
     while not re.search(pattern, tab.url):
-        assert time.monotonic() < deadline, f"{tab.url} never matched {pattern}"
+        assert time.monotonic() < deadline, (tab.url, pattern, tab.evaluate("history.length"))
         tab.wait_for_timeout(100)
 
 
@@ -96,6 +96,7 @@ def test_back_and_forward_walk_sessions_session_call_live(browser_tab: Tab) -> N
     tab.goto(server)
     title(tab, "Sessions")
     caption(tab, f"Sessions 1–{TOTAL} of {TOTAL}")
+    idle(tab)
     rows = shown(tab)
     assert rows[:3] == [XSS, LIVE, AUTH]
     # select AUTH's row: its checkbox cell (the grid is drawn on a canvas)
@@ -103,22 +104,27 @@ def test_back_and_forward_walk_sessions_session_call_live(browser_tab: Tab) -> N
     tab.mouse.click(grid["x"] + 16, grid["y"] + ROW_PX * (1.5 + rows.index(AUTH)))
     tab.wait_for_url(f"**/session?session={AUTH}", timeout=WAIT_MS)
     title(tab, "Session")
+    idle(tab)
     # open a call: its Details link
     tab.locator(f".st-key-{call_key('c2')} a").first.click(timeout=WAIT_MS)
     tab.wait_for_url(re.compile(r"/session\?.*anchor=c2"), timeout=WAIT_MS)
     tab.locator(f".st-key-{call_key('c2')}[data-focused='1']").wait_for(timeout=WAIT_MS)
+    idle(tab)
     # then the Live page from the navigation
     tab.locator("[data-testid=stSidebarNav] a", has_text="Live").click()
     tab.wait_for_url("**/live", timeout=WAIT_MS)
     title(tab, "Live")
+    idle(tab)
 
     tab.go_back()
     at_url(tab, r"/session\?.*anchor=c2")
     title(tab, "Session")
     tab.locator(f".st-key-{call_key('c2')}[data-focused='1']").wait_for(timeout=WAIT_MS)
+    idle(tab)
     tab.go_back()
     at_url(tab, rf"/session\?session={AUTH}$")
     title(tab, "Session")
+    idle(tab)
     tab.go_back()
     title(tab, "Sessions")  # not bounced back to the session, nor re-opened by the selection
     caption(tab, f"Sessions 1–{TOTAL} of {TOTAL}")
@@ -129,8 +135,10 @@ def test_back_and_forward_walk_sessions_session_call_live(browser_tab: Tab) -> N
     tab.go_forward()
     at_url(tab, rf"/session\?session={AUTH}$")
     title(tab, "Session")
+    idle(tab)
     tab.go_forward()
     at_url(tab, r"/session\?.*anchor=c2")
+    idle(tab)
     tab.go_forward()
     at_url(tab, r"/live$")
     title(tab, "Live")
