@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tracing.demo._live import live_session_id, run_live
-from tracing.ledger import Anchor, Ledger, open_ledger
+from tracing.ledger import Anchor, Ledger, LedgerError, open_ledger
 from tracing.status import LIVE_STATUSES, Status
 
 
@@ -105,12 +105,16 @@ def test_demo_command_live_runs_until_ctrl_c(tmp_path: Path) -> None:
         live: list[Anchor] = []
         while time.monotonic() < deadline and not live:
             time.sleep(0.2)
-            if Path(f"{tmp_path}/cli.db").exists():
+            if not Path(f"{tmp_path}/cli.db").exists():
+                continue
+            try:  # the file exists a moment before the demo's writer has made its tables
                 reader = open_ledger(url, read_only=True)
-                try:
-                    live = reader.in_flight(limit=10)
-                finally:
-                    reader.close()
+            except LedgerError:
+                continue
+            try:
+                live = reader.in_flight(limit=10)
+            finally:
+                reader.close()
         assert live, "no live call was written"
         assert live[0]["session_id"] == live_session_id()
         proc.send_signal(signal.SIGINT)
