@@ -21,7 +21,21 @@ fi
 # only run its `phoenix serve` command.
 [ -x .venv-phoenix/bin/python ] || "$PY" -m venv .venv-phoenix
 [ -x .venv-phoenix/bin/phoenix ] || .venv-phoenix/bin/python -m pip install -q 'arize-phoenix>=20,<21'
+# The agent frameworks of tests/frameworks_compat (CrewAI, Semantic Kernel, AutoGen AgentChat)
+# would downgrade packages the main venv needs (mcp, openai, protobuf): they get a venv of their
+# own, with intentrace's core and langfuse extra, installed when pyproject.toml or
+# tests/frameworks_compat/{requirements,constraints}.txt changed (a stamp holds their hash).
+[ -x .venv-compat/bin/python ] || "$PY" -m venv .venv-compat
+compat_stamp=.venv-compat/.intentrace-installed
+compat_want=$(.venv-compat/bin/python -c 'import hashlib, sys; print(hashlib.sha256(b"".join(open(p, "rb").read() for p in sys.argv[1:])).hexdigest(), sys.version)' pyproject.toml tests/frameworks_compat/requirements.txt tests/frameworks_compat/constraints.txt)
+if [ "$(cat "$compat_stamp" 2>/dev/null)" != "$compat_want" ]; then
+  .venv-compat/bin/python -m pip install -q --upgrade 'pip>=25.1' >/dev/null
+  .venv-compat/bin/python -m pip install -q -e '.[langfuse]' -r tests/frameworks_compat/requirements.txt >/dev/null
+  printf '%s\n' "$compat_want" >"$compat_stamp"
+fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/pyright
+.venv/bin/pyright -p tests/frameworks_compat
 .venv/bin/python -m pytest "$@"
+.venv-compat/bin/python -m pytest tests/frameworks_compat

@@ -62,7 +62,6 @@ INTENT_TOOLS = ["search_code", "read_file"]
 
 OUTCOMES = {intent: f"Found 2 results for {query}" for intent, query in SEARCHES}
 FAILED_NAME = f"{FAILING[0]} · failed"
-EXPECTED_NAMES = sorted([*OUTCOMES.values(), FAILED_NAME])
 
 
 CALLS: list[tuple[str, str, dict[str, str]]] = [
@@ -86,13 +85,18 @@ def chat_completion(message: dict[str, Any], finish_reason: str) -> bytes:
 
 
 @contextlib.contextmanager
-def scripted_openai_model(final_tool: str | None = None) -> Iterator[str]:
+def scripted_openai_model(final_tool: str | None = None, tool_prefix: str = "") -> Iterator[str]:
     """The scripted model behind a loopback OpenAI Chat Completions endpoint (its base URL,
     ``.../v1``, is yielded): one response asking for the scenario's three calls at once, then
     the final answer ``done`` (as a call of ``final_tool`` with ``{"answer": "done"}`` for
-    frameworks that end a run by a tool)."""
+    frameworks that end a run by a tool); ``tool_prefix`` goes before the tool names (Semantic
+    Kernel's ``<plugin>-``)."""
     tool_calls = [
-        {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+        {
+            "id": i,
+            "type": "function",
+            "function": {"name": tool_prefix + n, "arguments": json.dumps(a)},
+        }
         for i, n, a in CALLS
     ]
     final: dict[str, Any] = {"role": "assistant", "content": "done"}
@@ -291,26 +295,39 @@ def instrumented_run(
             instrumentor.uninstrument()
 
 
-def check(got: Exported, *, parallel_batch: bool = True, args_stripped: bool = True) -> None:
+def check(
+    got: Exported,
+    *,
+    parallel_batch: bool = True,
+    args_stripped: bool = True,
+    failure_on_span: bool = True,
+    tool_prefix: str = "",
+) -> None:
     """What every framework's user should see (see the module docstring).
 
     Args:
         parallel_batch: the two parallel calls share one batch (frameworks whose model step is
             visible as a span parenting both; otherwise each call is its own batch).
         args_stripped: the ledger's ``args`` column holds no intent (docs/ledger.md).
+        failure_on_span: the failing call's span has an ERROR status; where the framework's
+            instrumentation loses it (the span ends OK), the call is named by its intent alone
+            and its ledger row says success: nothing on the span tells it failed.
+        tool_prefix: what the tool names of the ledger rows start with (the model's names).
     """
+    failed_name = FAILED_NAME if failure_on_span else FAILING[0]
+    expected_names = sorted([*OUTCOMES.values(), failed_name])
     assert not got.internal_errors, got.internal_errors
     # the exported copy, as decoded from the OTLP bytes
-    assert [s.name for s in got.otlp] == EXPECTED_NAMES, [s.name for s in got.all_otlp]
+    assert [s.name for s in got.otlp] == expected_names, [s.name for s in got.all_otlp]
     by_name = {s.name: s for s in got.otlp}
     for intent, outcome in OUTCOMES.items():
         assert by_name[outcome].attributes.get(A.INTENT) == intent, by_name[outcome].attributes
         assert by_name[outcome].attributes[A.OUTCOME] == outcome
         assert by_name[outcome].status_code != 2
-    assert by_name[FAILED_NAME].attributes[A.INTENT] == FAILING[0]
-    assert by_name[FAILED_NAME].status_code == 2
+    assert by_name[failed_name].attributes[A.INTENT] == FAILING[0]
+    assert (by_name[failed_name].status_code == 2) == failure_on_span
     # the Langfuse view of the copy
-    assert sorted(langfuse_name(s) for s in got.langfuse) == EXPECTED_NAMES
+    assert sorted(langfuse_name(s) for s in got.langfuse) == expected_names
     for span in got.langfuse:
         assert langfuse_type(span) == "TOOL", span.attributes
         assert langfuse_session(span.attributes) == SESSION
@@ -322,14 +339,24 @@ def check(got: Exported, *, parallel_batch: bool = True, args_stripped: bool = T
     ]
     assert rows == sorted(
         [
-            *((OUTCOMES[i], i, "search_code", "success", SESSION, 1) for i, _ in SEARCHES),
-            (FAILED_NAME, FAILING[0], "read_file", "error", SESSION, 1),
+            *(
+                (OUTCOMES[i], i, f"{tool_prefix}search_code", "success", SESSION, 1)
+                for i, _ in SEARCHES
+            ),
+            (
+                failed_name,
+                FAILING[0],
+                f"{tool_prefix}read_file",
+                "error" if failure_on_span else "success",
+                SESSION,
+                1,
+            ),
         ]
     )
     assert all(a["parent_call_id"] is None for a in got.anchors)
     if args_stripped:
         assert_args_stripped(got)
-    searches = [a for a in got.anchors if a["tool_name"] == "search_code"]
+    searches = [a for a in got.anchors if a["tool_name"] == f"{tool_prefix}search_code"]
     if parallel_batch:
         assert searches[0]["batch_id"] is not None
         assert searches[0]["batch_id"] == searches[1]["batch_id"]
