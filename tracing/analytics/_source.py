@@ -13,7 +13,7 @@ import queue
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote
@@ -21,30 +21,26 @@ from urllib.parse import quote
 import pyarrow as pa
 
 from tracing.analytics._analyses import AnalyticsError
+from tracing.anchor import ANCHOR_COLUMNS
 from tracing.ledger import Ledger, LedgerError
 from tracing.ledger._config import parse_ledger_url
 
 logger = logging.getLogger("tracing.analytics")
 
-SOURCE_COLUMNS: Final[tuple[str, ...]] = (
-    "tool_call_id",
-    "session_id",
-    "seq",
-    "turn",
-    "batch_id",
-    "parent_call_id",
-    "agent_id",
-    "tool_name",
-    "intent",
-    "status",
-    "error",
-    "start_ns",
-    "duration_ms",
-    "args",
-    "redaction",
-    "updated_ns",
-    "version",
+_NOT_READ: Final[frozenset[str]] = frozenset(
+    {
+        "settle_seq",
+        "outcome",
+        "label",
+        "end_ns",
+        "trace_id",
+        "span_id",
+        "result",
+        "provider_call_id",
+    }
 )
+"""Anchor columns no analysis reads (a new anchor column is read unless it is named here)."""
+SOURCE_COLUMNS: Final[tuple[str, ...]] = tuple(c for c in ANCHOR_COLUMNS if c not in _NOT_READ)
 """The anchor columns the copy is built from (``args``/``redaction`` only feed derived ones;
 ``version``, the row version the database orders, is what the copy syncs on)."""
 
@@ -392,7 +388,8 @@ class LedgerSource(Source):
                 raise AnalyticsError(str(exc)) from None
             if not anchors:
                 return
-            yield [tuple(a[c] for c in SOURCE_COLUMNS) for a in anchors]
+            rows: list[Mapping[str, Any]] = list(anchors)
+            yield [tuple(a[c] for c in SOURCE_COLUMNS) for a in rows]
             since = anchors[-1]["version"]
 
 
