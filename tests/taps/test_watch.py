@@ -348,3 +348,34 @@ def test_a_model_pausing_mid_intent_shows_in_watch_within_the_interval(
     assert "Searching for the OAuth token refresh" in run(
         "--ledger", url, "--once", "--session", "paused"
     )
+
+
+def test_once_shows_settled_siblings_as_one_block_with_its_header(db: tuple[str, Ledger]) -> None:
+    """--once: the latest settled calls keep their block (header, every sibling) and a block
+    still live shows each of its calls once, not again as a loose settled line."""
+    url, led = db
+    now = time.time_ns()
+    done = {"session_id": "s", "batch_id": "m1", "start_ns": now - 5 * 10**9}
+    for cid, intent in (("p1", "Reading the router"), ("p2", "Reading the models")):
+        led.record(
+            call(cid, "success", intent=intent, outcome=f"{intent[8:]} read", end_ns=now, **done)
+        )
+    led.set_activity("s", "m1", "Read the routing layer")
+    live = {"session_id": "s", "batch_id": "m2"}
+    led.record(call("q1", "success", intent="Grepping for TODO", outcome="3 hits", **live))
+    led.record(call("q2", "in_flight", intent="Grepping for FIXME", **live))
+    assert led.flush()
+    lines = run("--ledger", url, "--once", "--session", "s", "--recent", "3").splitlines()
+    assert lines[0] == "▸ Read the routing layer"
+    assert [ln.split("  [")[0] for ln in lines[1:3]] == [
+        "    ✓ the router read",
+        "    ✓ the models read",
+    ]
+    assert lines[3].startswith("▸ ")
+    rest = "\n".join(lines[4:])
+    assert rest.count("3 hits") == 1 and rest.count("Grepping for FIXME") == 1 and len(lines) == 6
+    rich = run(
+        "--ledger", url, "--once", "--session", "s", "--format", "rich", env={"NO_COLOR": "1"}
+    )
+    assert rich.count("Read the routing layer") == 1 and rich.count("3 hits") == 1
+    assert rich.index("the models read") < rich.index("Grepping for FIXME")

@@ -126,6 +126,7 @@ class Watcher:
         self.spawners: set[str] = set()  # ids of calls that calls were made under
         self.seen_live = False
         self.last_reconcile = 0.0
+        self.history: list[Anchor] = []  # the primed session's calls (for --once)
 
     def block_key(self, call: Anchor) -> tuple[str, str]:
         batch = call["batch_id"]
@@ -143,10 +144,34 @@ class Watcher:
         stamps = [a["version"] for a in (*live, *history)]
         self.cursor = max(stamps, default=0)
         self.forget(self.apply(live))
+        for call in history:  # a live block's settled siblings belong to it (and its header)
+            key = self.block_key(call)
+            block = self.blocks.get(key)
+            if block is not None and call["tool_call_id"] not in block.calls:
+                block.calls[call["tool_call_id"]] = call
+                self.where[call["tool_call_id"]] = key
         self.last_reconcile = time.monotonic()
         settled = [a for a in history if a["status"] not in LIVE_STATUSES]
         settled.sort(key=lambda a: (a["settle_seq"] or a["seq"], a["seq"]))
+        self.history = history
         return settled[-recent:] if recent > 0 else []
+
+    def settled_blocks(self, latest: list[Anchor]) -> list[Block]:
+        """The blocks of the ``latest`` settled calls, in the order they settled, each whole
+        (every call of its batch, so its header counts them all); a block still on screen as
+        live is left to ``live_blocks`` (its settled calls show there, once)."""
+        on_screen = {(b.session_id, b.key) for b in self.live_blocks()}
+        members: dict[tuple[str, str], dict[str, Anchor]] = {}
+        for call in self.history:
+            members.setdefault(self.block_key(call), {})[call["tool_call_id"]] = call
+        blocks: dict[tuple[str, str], Block] = {}
+        for call in latest:
+            key = self.block_key(call)
+            if key in on_screen or key in blocks:
+                continue
+            blocks[key] = Block(key[0], key[1], dict(members.get(key, {})), spawners=self.spawners)
+        self._label(blocks.values())
+        return list(blocks.values())
 
     def poll(self) -> tuple[list[Anchor], list[Block]]:
         """Read what changed: (changed calls in write order, blocks that just settled)."""
@@ -215,15 +240,20 @@ class Watcher:
                     del self.where[call_id]
 
     def _activities(self, sessions: set[str]) -> None:
-        for session in sessions:
+        self._label(b for b in self.blocks.values() if b.session_id in sessions)
+
+    def _label(self, blocks: Iterable[Block]) -> None:
+        """Set each batch block's activity label (from the ledger's blocks of its session)."""
+        batched = [b for b in blocks if b.key.startswith("b:")]
+        for session in {b.session_id for b in batched}:
             labels = {
                 b["batch_id"]: b["activity_label"]
                 for b in self.ledger.blocks(session)
                 if b["activity_label"]
             }
-            for (sid, key), block in self.blocks.items():
-                if sid == session and key.startswith("b:"):
-                    block.activity = labels.get(key[2:])
+            for block in batched:
+                if block.session_id == session:
+                    block.activity = labels.get(block.key[2:])
 
     def live_blocks(self) -> list[Block]:
         """Blocks on screen (any live call), by session, then first call."""
@@ -379,9 +409,11 @@ def watch(  # noqa: PLR0917 - click passes options as arguments
 
 def _print_once(watcher: Watcher, latest: list[Anchor], fmt: str, *, sessions: bool) -> None:
     now_ns = time.time_ns()
+    done = watcher.settled_blocks(latest)
     if fmt == "plain":
-        for a in latest:
-            click.echo(_plain_call(a, now_ns))
+        for block in done:
+            for line in _plain_block(block, now_ns, sessions=sessions):
+                click.echo(line)
         for block in watcher.live_blocks():
             for line in _plain_block(block, now_ns, sessions=sessions):
                 click.echo(line)
@@ -389,11 +421,9 @@ def _print_once(watcher: Watcher, latest: list[Anchor], fmt: str, *, sessions: b
             click.echo("nothing in flight")
         return
     console = _console(fmt)
-    for a in latest:
-        note = _session_note(a["session_id"]) if sessions else None
-        console.print(
-            _rich_block(Block(a["session_id"], "", {a["tool_call_id"]: a}), now_ns, note=note)
-        )
+    for block in done:
+        note = _session_note(block.session_id) if sessions else None
+        console.print(_rich_block(block, now_ns, note=note))
     console.print(_rich_live(watcher, now_ns, sessions=sessions))
 
 
