@@ -35,6 +35,10 @@ updated_ns          integer   last write, unix epoch nanoseconds (the writer's c
 provider_call_id    text      the provider's tool call id (not unique: ``call_0`` restarts), NULL
 version             integer   row version: from the database's one counter, at every write, in
                               commit order (what the analytics copy syncs on, never a clock)
+user_id             text      the end user the call ran for (``session(..., user_id=)``,
+                              ``langfuse.user.id``, ``user.id``), redacted like any attribute, NULL
+tags                text      JSON array of the trace's tags (``langfuse.trace.tags``,
+                              ``tag.tags``), sorted, without our own, NULL when none
 ==================  ========  ==============================================================
 
 **Identity** (docs/ledger.md, "Anchor identity"): ``tool_call_id`` is ``anchor_id(...)`` of the
@@ -80,7 +84,10 @@ docs/analytics.md.
 from __future__ import annotations
 
 import hashlib
-from typing import Final, Literal, NotRequired, Protocol, TypedDict
+import json
+import unicodedata
+from collections.abc import Iterable
+from typing import Any, Final, Literal, NotRequired, Protocol, TypedDict, cast
 
 from tracing.status import Status
 
@@ -110,6 +117,8 @@ ANCHOR_COLUMNS: Final[tuple[str, ...]] = (
     "updated_ns",
     "provider_call_id",
     "version",
+    "user_id",
+    "tags",
 )
 
 ANCHOR_ID_CHARS: Final = 24
@@ -157,6 +166,48 @@ def anchor_id(
     return hashlib.blake2b(safe_id(key).encode("utf-8"), digest_size=12).hexdigest()
 
 
+MAX_TAGS: Final = 32
+"""Most tags kept per call (the first ones, sorted)."""
+MAX_TAG_CHARS: Final = 200
+
+
+def tags_text(tags: Iterable[str]) -> str | None:
+    """The ``tags`` column for these tags: a JSON array, deduplicated and sorted, each tag made
+    one line (control characters become spaces, trimmed, at most ``MAX_TAG_CHARS``); None when
+    none is left. ``tag_pattern`` finds one tag in it exactly."""
+    kept: set[str] = set()
+    for tag in tags:
+        one = "".join(" " if unicodedata.category(c)[0] == "C" else c for c in safe_id(tag))
+        one = " ".join(one.split())[:MAX_TAG_CHARS]
+        if one:
+            kept.add(one)
+    if not kept:
+        return None
+    return json.dumps(sorted(kept)[:MAX_TAGS], ensure_ascii=False, separators=(",", ":"))
+
+
+def tag_list(text: str | None) -> list[str]:
+    """The tags of a ``tags`` column value ([] for NULL or what is not a JSON list)."""
+    if not text:
+        return []
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    if not isinstance(value, list):
+        return []
+    return [t for t in cast("list[Any]", value) if isinstance(t, str)]
+
+
+def tag_patterns(tag: str) -> tuple[str, str]:
+    """Two substrings of which a ``tags`` value (as ``tags_text`` writes it) contains one
+    exactly when ``tag`` is one of its tags: the tag's JSON string after ``[`` or ``,``.
+    Inside a JSON string a quote is always escaped, so an unescaped quote after ``[``/``,``
+    starts an element, and the encoding's closing quote ends it."""
+    encoded = json.dumps(tag, ensure_ascii=False)
+    return "[" + encoded, "," + encoded
+
+
 class AnchorWrite(TypedDict):
     """What a writer hands to ``Ledger.record``: a full or partial anchor keyed by tool_call_id.
 
@@ -200,6 +251,8 @@ class AnchorWrite(TypedDict):
     args: NotRequired[str | None]
     result: NotRequired[str | None]
     redaction: NotRequired[str | None]
+    user_id: NotRequired[str | None]
+    tags: NotRequired[str | None]
 
 
 class Anchor(TypedDict):
@@ -230,6 +283,9 @@ class Anchor(TypedDict):
     updated_ns: int
     provider_call_id: str | None
     version: int
+    user_id: str | None
+    tags: str | None
+    """JSON array text (``tracing.anchor.tag_list`` reads it)."""
 
 
 ColumnType = Literal["text", "integer", "real"]
@@ -260,6 +316,8 @@ COLUMN_TYPES: Final[dict[str, ColumnType]] = {
     "updated_ns": "integer",
     "provider_call_id": "text",
     "version": "integer",
+    "user_id": "text",
+    "tags": "text",
 }
 """SQL type class of each anchor column (the migrations render it per database)."""
 
@@ -293,6 +351,10 @@ class SessionInfo(TypedDict):
     """Anchors not settled yet (``streaming``, ``in_flight``, ``background``)."""
     agents: list[str]
     tools: list[str]
+    users: list[str]
+    """The end users of its calls (``user_id``), sorted."""
+    tags: list[str]
+    """The tags of its calls, sorted."""
     first_ns: int | None
     last_ns: int | None
     """Last activity: the latest start or end of a call in the session."""

@@ -42,7 +42,7 @@ def _args(intent: str | None, **kwargs: object) -> str:
 
 def run(tracer: Tracer) -> None:
     """Emit the spans (call under ``deterministic_clock`` for reproducible times)."""
-    with session("conv-eq", agent_id="coder", turn=1):
+    with session("conv-eq", agent_id="coder", turn=1, user_id="u-42"):
         with activity("Exploring the auth flow", tracer=tracer):
             a = tool_call(
                 "search_code",
@@ -130,6 +130,8 @@ def run(tracer: Tracer) -> None:
                 A.OPENINFERENCE_SPAN_KIND: "TOOL",
                 A.OI_TOOL_NAME: "lookup",
                 A.SESSION_ID_KEY: "conv-oi",
+                A.OI_USER_ID: "u-oi",
+                A.OI_TAG_TAGS: ("prod", "beta", "prod"),
                 A.OI_INPUT_VALUE: _args("Looking up the invoice", invoice=42),
                 A.OI_OUTPUT_VALUE: json.dumps({"total": 10, "outcome": "Invoice 42 is paid"}),
             },
@@ -168,6 +170,8 @@ def run(tracer: Tracer) -> None:
                 A.LANGFUSE_OBSERVATION_LEVEL: "ERROR",
                 A.LANGFUSE_OBSERVATION_STATUS_MESSAGE: "context too long",
                 A.SESSION_ID_KEY: "conv-oi",
+                A.LANGFUSE_USER_ID: "u-lf",
+                A.LANGFUSE_TRACE_TAGS: (f"ticket {GH_TOKEN}", "tool-intent", "nightly"),
             },
         ):
             pass

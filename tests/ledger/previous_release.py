@@ -1,11 +1,13 @@
-"""Ledgers made by the release before anchor identities (commit f5db6e4), for the migration tests.
+"""Ledgers made by earlier releases, for the migration tests: the release before anchor
+identities (commit f5db6e4, schema 0001) and the one before users and tags (commit 84178cb,
+schema 0003).
 
-The fixtures in ``tests/ledger/data/`` were written by that release's own code, run in a child
-process from ``git archive f5db6e4`` (regenerate them with
-``.venv/bin/python -m tests.ledger.previous_release``, from a clone that has the commit):
+The fixtures in ``tests/ledger/data/`` were written by each release's own code, run in a child
+process from ``git archive <commit>`` (regenerate them with
+``.venv/bin/python -m tests.ledger.previous_release``, from a clone that has the commits):
 
-* ``ledger_f5db6e4.db``: a SQLite ledger file;
-* ``ledger_f5db6e4.postgresql.sql``: the same calls written by that release into PostgreSQL,
+* ``ledger_<commit>.db``: a SQLite ledger file;
+* ``ledger_<commit>.postgresql.sql``: the same calls written by that release into PostgreSQL,
   dumped as its schema statements and INSERTs (loaded into a fresh schema by the tests).
 
 ``CALLS`` is what the old code was asked to write; the tests check every row survives.
@@ -23,9 +25,23 @@ from pathlib import Path
 from typing import Final
 
 COMMIT: Final = "f5db6e4"
+"""The release before anchor identities (schema 0001)."""
+BEFORE_USERS: Final = "84178cb"
+"""The release before users and tags (schema 0003)."""
+RELEASES: Final = (COMMIT, BEFORE_USERS)
 DATA: Final = Path(__file__).with_name("data")
-SQLITE_FIXTURE: Final = DATA / f"ledger_{COMMIT}.db"
-POSTGRES_FIXTURE: Final = DATA / f"ledger_{COMMIT}.postgresql.sql"
+
+
+def sqlite_fixture(commit: str = COMMIT) -> Path:
+    return DATA / f"ledger_{commit}.db"
+
+
+def postgres_fixture(commit: str = COMMIT) -> Path:
+    return DATA / f"ledger_{commit}.postgresql.sql"
+
+
+SQLITE_FIXTURE: Final = sqlite_fixture()
+POSTGRES_FIXTURE: Final = postgres_fixture()
 T0: Final = 1_760_000_000_000_000_000
 SPAN_ID: Final = f"{'0af7651916cd43dd8448eb211c80319c'}:{'b7ad6b7169203331'}"
 """An id the old release made from a span (no provider id)."""
@@ -67,10 +83,10 @@ _WRITER: Final = textwrap.dedent(
 ).replace("T0", str(T0))
 
 
-def _old_code(repo: Path, into: Path) -> Path:
-    """The previous release's ``tracing`` and ``redaction`` packages, unpacked from git."""
+def _old_code(repo: Path, into: Path, commit: str = COMMIT) -> Path:
+    """A release's ``tracing`` and ``redaction`` packages, unpacked from git."""
     archive = subprocess.run(
-        ["git", "-C", str(repo), "archive", COMMIT, "tracing", "redaction"],
+        ["git", "-C", str(repo), "archive", commit, "tracing", "redaction"],
         check=True,
         capture_output=True,
     ).stdout
@@ -78,10 +94,10 @@ def _old_code(repo: Path, into: Path) -> Path:
     return into
 
 
-def write_with_previous_release(url: str, repo: Path) -> None:
-    """Write ``CALLS`` into the ledger at ``url`` with the previous release's own code."""
+def write_with_previous_release(url: str, repo: Path, commit: str = COMMIT) -> None:
+    """Write ``CALLS`` into the ledger at ``url`` with that release's own code."""
     with tempfile.TemporaryDirectory() as tmp:
-        code = _old_code(repo, Path(tmp))
+        code = _old_code(repo, Path(tmp), commit)
         subprocess.run(
             [sys.executable, "-c", _WRITER, url, json.dumps(CALLS)],
             check=True,
@@ -90,13 +106,13 @@ def write_with_previous_release(url: str, repo: Path) -> None:
         )
 
 
-def _dump_postgres(base: str, schema: str, repo: Path) -> str:
+def _dump_postgres(base: str, schema: str, repo: Path, commit: str = COMMIT) -> str:
     """The schema's tables as the old release made them: its statements, then INSERTs."""
     import psycopg
     from psycopg import sql
 
     with tempfile.TemporaryDirectory() as tmp:
-        code = _old_code(repo, Path(tmp))
+        code = _old_code(repo, Path(tmp), commit)
         statements = subprocess.run(
             [
                 sys.executable,
@@ -116,7 +132,12 @@ def _dump_postgres(base: str, schema: str, repo: Path) -> str:
     for _, ddl in json.loads(statements):
         lines += [f"{statement};" for statement in ddl]
     with psycopg.connect(f"{base}?options=-csearch_path%3D{schema}", autocommit=True) as conn:
-        for table in ("schema_migrations", "anchors", "sessions", "blocks"):
+        tables = ["schema_migrations", "anchors", "sessions", "blocks"]
+        if commit != COMMIT:
+            tables += ["dropped", "ledger_clock"]
+        for table in tables:
+            if table == "ledger_clock":  # (its migration's INSERT counted an empty table)
+                lines.append(f"DELETE FROM {table};")
             cur = conn.execute(sql.SQL("SELECT * FROM {} ORDER BY 1").format(sql.Identifier(table)))
             columns = [d.name for d in cur.description or ()]
             for row in cur.fetchall():
@@ -125,12 +146,12 @@ def _dump_postgres(base: str, schema: str, repo: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def load_postgres_fixture(url: str) -> None:
-    """Create the previous release's PostgreSQL ledger (``POSTGRES_FIXTURE``) at ``url``."""
+def load_postgres_fixture(url: str, commit: str = COMMIT) -> None:
+    """Create that release's PostgreSQL ledger (``postgres_fixture(commit)``) at ``url``."""
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
-        for statement in POSTGRES_FIXTURE.read_text().split(";\n"):
+        for statement in postgres_fixture(commit).read_text().split(";\n"):
             if statement.strip():
                 conn.execute(statement)  # pyright: ignore[reportArgumentType, reportCallIssue]
 
@@ -145,22 +166,24 @@ def main() -> None:  # pragma: no cover - run by hand to regenerate the fixtures
 
     repo = Path(__file__).resolve().parents[2]
     DATA.mkdir(exist_ok=True)
-    SQLITE_FIXTURE.unlink(missing_ok=True)
-    write_with_previous_release(f"sqlite:///{SQLITE_FIXTURE}", repo)
-    conn = sqlite3.connect(SQLITE_FIXTURE)
-    conn.execute("VACUUM")
-    conn.close()
     base = os.environ.get(INTENTRACE_TEST_POSTGRES_URL, "postgresql://postgres@127.0.0.1:5432/test")
-    schema = f"prev_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")  # pyright: ignore[reportArgumentType, reportCallIssue]
-    try:
-        write_with_previous_release(f"{base}?options=-csearch_path%3D{schema}", repo)
-        POSTGRES_FIXTURE.write_text(_dump_postgres(base, schema, repo))
-    finally:
+    for commit in sys.argv[1:] or RELEASES:
+        lite = sqlite_fixture(commit)
+        lite.unlink(missing_ok=True)
+        write_with_previous_release(f"sqlite:///{lite}", repo, commit)
+        conn = sqlite3.connect(lite)
+        conn.execute("VACUUM")
+        conn.close()
+        schema = f"prev_{uuid.uuid4().hex[:8]}"
         with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")  # pyright: ignore[reportArgumentType, reportCallIssue]
-    print(f"wrote {SQLITE_FIXTURE} and {POSTGRES_FIXTURE}")
+            conn.execute(f"CREATE SCHEMA {schema}")  # pyright: ignore[reportArgumentType, reportCallIssue]
+        try:
+            write_with_previous_release(f"{base}?options=-csearch_path%3D{schema}", repo, commit)
+            postgres_fixture(commit).write_text(_dump_postgres(base, schema, repo, commit))
+        finally:
+            with psycopg.connect(base, autocommit=True) as conn:
+                conn.execute(f"DROP SCHEMA {schema} CASCADE")  # pyright: ignore[reportArgumentType, reportCallIssue]
+        print(f"wrote {lite} and {postgres_fixture(commit)}")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,8 @@ _NOT_READ: Final[frozenset[str]] = frozenset(
         "span_id",
         "result",
         "provider_call_id",
+        "user_id",
+        "tags",
     }
 )
 """Anchor columns no analysis reads (a new anchor column is read unless it is named here)."""

@@ -20,7 +20,7 @@ import jiter
 
 from redaction import CallRedactor
 from tracing import attributes as A
-from tracing.anchor import AnchorWrite, anchor_id
+from tracing.anchor import AnchorWrite, anchor_id, tags_text
 from tracing.derive._conventions import (
     DEFAULT_CONVENTIONS,
     FULL_PARSE_MAX_CHARS,
@@ -310,9 +310,62 @@ def _anchor_base(
     for key, value in known.items():
         if value is not None and value != "":
             write[key] = value
+    user, tags = user_and_tags(view.attributes, policy)
+    if user is not None:
+        write["user_id"] = user
+    if tags is not None:
+        write["tags"] = tags
     if view.start_ns:
         write["start_ns"] = view.start_ns
     return write
+
+
+USER_KEYS: Final = (A.LANGFUSE_USER_ID, A.OI_USER_ID, A.ENDUSER_ID)
+"""Where a span names the end user, first present wins: Langfuse's key, OpenInference's (also
+read by Langfuse; our ``session(..., user_id=)`` stamps it on every span), OpenTelemetry's."""
+TAG_KEYS: Final = (A.LANGFUSE_TRACE_TAGS, A.OI_TAG_TAGS)
+"""Where a span lists its trace's tags (every key's tags are kept)."""
+OUR_TAGS: Final = frozenset({A.DEFAULT_LANGFUSE_TAG, A.DEFAULT_ACTIVITY_TAG})
+"""The tags our processor adds for Langfuse (not the app's: not stored)."""
+
+
+def user_and_tags(attrs: Mapping[str, Any], policy: PolicyLike) -> tuple[str | None, str | None]:
+    """The call's ``user_id`` and ``tags`` columns from its span's attributes, each as the
+    span's exports show it: through the same attribute rule (a user key the policy finds
+    sensitive, ``[scrub] keys``, stores the placeholder, as exported; a secret in a tag is
+    scrubbed). None: the span says nothing (the stored value stays).
+
+    Raises:
+        RedactionError: scrubbing could not run (the caller drops the call, as for any text).
+    """
+    found: dict[str, Any] = {}
+    for key in USER_KEYS:
+        value = attrs.get(key)
+        if value is not None and value != "":
+            found[key] = value
+            break
+    for key in TAG_KEYS:
+        value = attrs.get(key)
+        if value:
+            found[key] = value
+    if not found:
+        return None, None
+    shown, _ = trace_redactor(policy).attributes(found)
+    user: str | None = None
+    tags: list[str] = []
+    for key, value in shown.items():
+        if key in USER_KEYS:
+            text = value if isinstance(value, str) else str(value)
+            user = " ".join(safe_text(text).split())[:256] or None
+        elif key in TAG_KEYS:
+            items: Any = value
+            if isinstance(value, str):  # (JSON text of a list, or one tag)
+                parsed = parse_json(value) if value.lstrip()[:1] == "[" else None
+                items = parsed if parsed is not None else [value]
+            if isinstance(items, list | tuple):
+                listed = cast("Sequence[Any]", items)
+                tags.extend(t for t in listed if isinstance(t, str) and t not in OUR_TAGS)
+    return user, tags_text(tags)
 
 
 def int_or_none(value: Any) -> int | None:

@@ -18,6 +18,8 @@ from tracing.anchor import (
     DroppedInfo,
     SessionInfo,
     safe_id,
+    tag_list,
+    tag_patterns,
 )
 from tracing.ledger._config import LedgerError, LedgerOptions, LedgerURL, parse_ledger_url
 from tracing.ledger._plan import Activity, Dropped, TurnFloor
@@ -46,6 +48,11 @@ _ORDER_SQL: Final[dict[SessionOrder, str]] = {
 }
 _Window = tuple[int | None, int | None, bool, bool]
 """since_ns, until_ns, errors, live: the Sessions filters beside agent, tool, status, search."""
+_Who = tuple[str | None, str | None]
+"""user, tag: the Sessions filters on who a call ran for and the trace's tags."""
+_LATER_COLUMNS: Final = frozenset({"user_id", "tags"})
+"""Anchor columns a ledger not migrated yet may lack (a reader never migrates: it reads them as
+NULL until a writer of this release has opened the ledger)."""
 _OPEN: weakref.WeakSet[Ledger] = weakref.WeakSet()
 
 
@@ -106,6 +113,7 @@ class Ledger:
         self._store = _make_store(parsed, options)
         self._read_lock = threading.RLock()
         self._read_conn: Any = None
+        self._missing: frozenset[str] | None = None
         self._closed = False
         self._drop_lock = threading.Lock()
         self._dropped = 0
@@ -476,8 +484,32 @@ class Ledger:
                 f"reading the ledger {self._store.describe()} failed: {_one_line(exc)}"
             ) from None
 
+    def _missing_columns(self) -> frozenset[str]:
+        """The later anchor columns this ledger lacks (asked again while some are missing: a
+        writer may migrate it meanwhile)."""
+        if self._missing is not None and not self._missing:
+            return self._missing
+        if self._closed:
+            raise LedgerError(f"the ledger {self.url} is closed")
+        try:
+            with self._read_lock, self._store.guard():
+                present = self._store.columns(self._reader(), "anchors")
+        except Exception as exc:
+            self._reset_reader()
+            raise LedgerError(
+                f"reading the ledger {self._store.describe()} failed: {_one_line(exc)}"
+            ) from None
+        self._missing = frozenset(_LATER_COLUMNS - present)
+        return self._missing
+
     def _anchors(self, where: str, params: Sequence[Any], tail: str = "") -> list[Anchor]:
-        rows = self._query(f"SELECT {_COLS} FROM anchors WHERE {where} {tail}", params)
+        missing = self._missing_columns()
+        cols = (
+            ", ".join(f"NULL AS {c}" if c in missing else c for c in ANCHOR_COLUMNS)
+            if missing
+            else _COLS
+        )
+        rows = self._query(f"SELECT {cols} FROM anchors WHERE {where} {tail}", params)
         anchors = [cast(Anchor, dict(zip(ANCHOR_COLUMNS, r, strict=True))) for r in rows]
         for anchor in anchors:
             anchor["status"] = Status(anchor["status"])
@@ -490,11 +522,25 @@ class Ledger:
         status: str | None,
         search: str | None,
         window: _Window = (None, None, False, False),
+        *,
+        who: _Who = (None, None),
     ) -> tuple[str, list[Any]]:
         since_ns, until_ns, errors, live = window
+        user, tag = who
         terms: list[str] = []
         params: list[Any] = []
         sub = "s.session_id IN (SELECT session_id FROM anchors WHERE {})"
+        if user is not None or tag is not None:
+            missing = self._missing_columns()
+            if user is not None:
+                terms.append("1 = 0" if "user_id" in missing else sub.format("user_id = ?"))
+                params.extend([] if "user_id" in missing else [user])
+            if tag is not None and "tags" in missing:
+                terms.append("1 = 0")
+            elif tag is not None:
+                find = self._store.contains
+                terms.append(sub.format(f"({find('tags')} OR {find('tags')})"))
+                params.extend(tag_patterns(tag))
         if agent is not None:
             terms.append(sub.format("agent_id = ?"))
             params.append(agent)
@@ -541,6 +587,8 @@ class Ledger:
         live: bool = False,
         order: SessionOrder = "last_seen",
         descending: bool = True,
+        user: str | None = None,
+        tag: str | None = None,
     ) -> list[SessionInfo]:
         """Sessions with their counts, most recent activity first unless ``order`` says
         otherwise (sorted and paginated in the database, over every session that matches).
@@ -548,14 +596,15 @@ class Ledger:
         Each filter keeps the sessions that have at least one call matching it (``agent``,
         ``tool``, ``status`` exactly; ``search``: a case-insensitive substring of a call's
         intent, outcome or label, or of the session id; ``errors``: a failed call; ``live``: a
-        call not settled yet). ``since_ns``/``until_ns`` keep the sessions active in that range
+        call not settled yet; ``user``: a call run for that user id; ``tag``: a call whose
+        trace has that tag). ``since_ns``/``until_ns`` keep the sessions active in that range
         (their first call started before ``until_ns``, their last activity is after
         ``since_ns``). ``order`` is one of ``SESSION_ORDERS``: ``last_seen``, ``first_seen``,
         ``duration`` (first call to last activity), ``calls``, ``errors``, ``session`` (id);
         ties and unknown times come last, in the default order.
         """
         where, params = self._session_filter(
-            agent, tool, status, search, (since_ns, until_ns, errors, live)
+            agent, tool, status, search, (since_ns, until_ns, errors, live), who=(user, tag)
         )
         if order not in SESSION_ORDERS:
             raise ValueError(f"order must be one of {', '.join(SESSION_ORDERS)}, not {order!r}")
@@ -588,7 +637,8 @@ class Ledger:
         for session_id, first_ns, last_ns, last_turn in rows:
             infos[session_id] = SessionInfo(
                 session_id=session_id, calls=0, errors=0, in_flight=0, agents=[], tools=[],
-                first_ns=first_ns, last_ns=last_ns, last_turn=last_turn or None, dropped=0,
+                users=[], tags=[], first_ns=first_ns, last_ns=last_ns,
+                last_turn=last_turn or None, dropped=0,
             )  # fmt: skip
         if infos:
             marks = ", ".join("?" for _ in infos)
@@ -609,9 +659,22 @@ class Ledger:
                     info["agents"].append(agent_id)
                 if tool_name not in info["tools"]:
                     info["tools"].append(tool_name)
+            missing = self._missing_columns()
+            if not missing:  # (a few rows per session: its calls' distinct users and tags)
+                for session_id, user_id, tags in self._query(
+                    "SELECT DISTINCT session_id, user_id, tags FROM anchors "
+                    f"WHERE session_id IN ({marks}) AND (user_id IS NOT NULL OR tags IS NOT NULL)",
+                    list(infos),
+                ):
+                    info = infos[session_id]
+                    if user_id is not None and user_id not in info["users"]:
+                        info["users"].append(user_id)
+                    info["tags"].extend(t for t in tag_list(tags) if t not in info["tags"])
             for info in infos.values():
                 info["agents"].sort()
                 info["tools"].sort()
+                info["users"].sort()
+                info["tags"].sort()
             if self._has_table("dropped"):
                 for session_id, lost in self._query(
                     f"SELECT session_id, sum(count) FROM dropped WHERE session_id IN ({marks}) "
@@ -664,10 +727,12 @@ class Ledger:
         until_ns: int | None = None,
         errors: bool = False,
         live: bool = False,
+        user: str | None = None,
+        tag: str | None = None,
     ) -> int:
         """How many sessions ``sessions()`` would list with these filters (for pagination)."""
         where, params = self._session_filter(
-            agent, tool, status, search, (since_ns, until_ns, errors, live)
+            agent, tool, status, search, (since_ns, until_ns, errors, live), who=(user, tag)
         )
         rows = self._query(f"SELECT count(*) FROM sessions s{where}", params)
         return int(rows[0][0])
@@ -850,6 +915,26 @@ class Ledger:
     def tools(self) -> list[str]:
         """Every tool name seen, sorted."""
         return [r[0] for r in self._query("SELECT DISTINCT tool_name FROM anchors ORDER BY 1")]
+
+    def users(self) -> list[str]:
+        """Every user id seen, sorted ([] for a ledger not migrated yet)."""
+        if "user_id" in self._missing_columns():
+            return []
+        return [
+            r[0]
+            for r in self._query(
+                "SELECT DISTINCT user_id FROM anchors WHERE user_id IS NOT NULL ORDER BY 1"
+            )
+        ]
+
+    def tags(self) -> list[str]:
+        """Every tag seen, sorted ([] for a ledger not migrated yet)."""
+        if "tags" in self._missing_columns():
+            return []
+        found: set[str] = set()
+        for (text,) in self._query("SELECT DISTINCT tags FROM anchors WHERE tags IS NOT NULL"):
+            found.update(tag_list(text))
+        return sorted(found)
 
 
 def _until(info: SessionInfo) -> int:

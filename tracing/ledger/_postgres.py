@@ -317,3 +317,15 @@ class PostgresStore(Store):
 
     def like(self, column: str) -> str:
         return f"{column} ILIKE ? ESCAPE '\\'"
+
+    def contains(self, column: str) -> str:
+        return f"strpos({column}, ?) > 0"
+
+    def columns(self, conn: Any, table: str) -> frozenset[str]:
+        # (not ``SELECT *``: a prepared one fails once a migration changed its result type)
+        rows = conn.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+            "AND attnum > 0 AND NOT attisdropped",
+            (table,),
+        ).fetchall()
+        return frozenset(str(r[0]) for r in rows)

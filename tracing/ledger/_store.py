@@ -118,6 +118,16 @@ def migrations(dialect: str) -> list[tuple[str, list[str]]]:
                 "SELECT 1, coalesce(max(version), 0) + 1 FROM anchors",
             ],
         ),
+        (
+            # Who a call ran for and the trace's tags (the Sessions filters): NULL on stored
+            # rows (what their spans said is gone), derived for new calls. No index: the
+            # filters scan, like the agent and tool filters.
+            "0004_user_and_tags",
+            [
+                f"ALTER TABLE anchors ADD COLUMN {_column_ddl(dialect, 'user_id')}",
+                f"ALTER TABLE anchors ADD COLUMN {_column_ddl(dialect, 'tags')}",
+            ],
+        ),
     ]
 
 
@@ -324,3 +334,12 @@ class Store(ABC):
     def like(self, column: str) -> str:
         """A case-insensitive substring match of ``column`` against one parameter."""
         return f"{column} LIKE ? ESCAPE '\\'"
+
+    def contains(self, column: str) -> str:
+        """An exact (case-sensitive) substring match of ``column`` against one parameter."""
+        return f"instr({column}, ?) > 0"
+
+    def columns(self, conn: Any, table: str) -> frozenset[str]:
+        """The names of ``table``'s columns."""
+        cursor = conn.execute(f"SELECT * FROM {table} LIMIT 0")
+        return frozenset(str(d[0]) for d in cursor.description)

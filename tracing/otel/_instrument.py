@@ -237,6 +237,8 @@ def _session_attributes() -> dict[str, Any]:
         out[A.AGENT_ID] = info.agent_id
     if info.turn is not None:
         out[A.TURN] = info.turn
+    if info.user_id:
+        out[A.OI_USER_ID] = info.user_id
     return out
 
 

@@ -345,6 +345,8 @@ class IntentSpanProcessor(SpanProcessor):
             own[A.AGENT_ID] = session.agent_id
         if session.turn is not None:
             own[A.TURN] = session.turn
+        if session.user_id and A.OI_USER_ID not in attrs and A.LANGFUSE_USER_ID not in attrs:
+            own[A.OI_USER_ID] = session.user_id  # (as OpenInference's using_attributes does)
         span.set_attributes(own)
 
     # ----------------------------------------------------------------------------- shedding
