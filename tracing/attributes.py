@@ -157,6 +157,14 @@ PYDANTIC_AI_TOOL_ARGUMENTS: Final = "tool_arguments"
 """pydantic-ai before instrumentation version 3: the args of a tool span."""
 PYDANTIC_AI_TOOL_RESPONSE: Final = "tool_response"
 """pydantic-ai before instrumentation version 3: the result of a tool span."""
+ADK_TOOL_CALL_ARGS: Final = "gcp.vertex.agent.tool_call_args"
+"""Google ADK: the args of its ``execute_tool <tool>`` span (JSON text, set at the span's end)."""
+ADK_TOOL_RESPONSE: Final = "gcp.vertex.agent.tool_response"
+"""Google ADK: the result of its ``execute_tool <tool>`` span (JSON text; a return value that is
+not a dict wrapped as ``{"result": ...}``), set at the span's end."""
+ADK_MERGED_TOOLS: Final = "(merged tools)"
+"""Google ADK: the ``gen_ai.tool.name`` of its ``execute_tool (merged)`` span, which repeats the
+responses of a model step's parallel calls (for its web UI): not a tool call."""
 LOGFIRE_MSG: Final = "logfire.msg"
 """Logfire's message; the Langfuse server names an observation from it (after the tool name)."""
 

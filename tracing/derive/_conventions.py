@@ -247,6 +247,8 @@ def _strip_prefix(*prefixes: str) -> Callable[[str], str]:
 
 
 def _genai_match(name: str, attributes: Mapping[str, Any]) -> bool:
+    if attributes.get(A.GEN_AI_TOOL_NAME) == A.ADK_MERGED_TOOLS:
+        return False  # Google ADK's copy of a model step's responses, not a call
     if attributes.get(A.GEN_AI_OPERATION_NAME) == A.GEN_AI_EXECUTE_TOOL:
         return True
     # pydantic-ai before instrumentation v3 set the tool name but no operation name
@@ -259,14 +261,15 @@ GENAI: Final = AttributeConvention(
     tool_name_keys=(A.GEN_AI_TOOL_NAME, A.TOOL_NAME),
     tool_name_from_span=_strip_prefix("execute_tool ", "running tool: "),
     call_id_keys=(A.GEN_AI_TOOL_CALL_ID,),
-    args_keys=(A.GEN_AI_TOOL_CALL_ARGUMENTS, A.PYDANTIC_AI_TOOL_ARGUMENTS),
-    result_keys=(A.GEN_AI_TOOL_CALL_RESULT, A.PYDANTIC_AI_TOOL_RESPONSE),
+    args_keys=(A.GEN_AI_TOOL_CALL_ARGUMENTS, A.PYDANTIC_AI_TOOL_ARGUMENTS, A.ADK_TOOL_CALL_ARGS),
+    result_keys=(A.GEN_AI_TOOL_CALL_RESULT, A.PYDANTIC_AI_TOOL_RESPONSE, A.ADK_TOOL_RESPONSE),
     session_keys=_SESSION_KEYS,
     agent_keys=_AGENT_KEYS,
     args_event=A.GEN_AI_TOOL_MESSAGE_EVENT,
     result_event=A.GEN_AI_CHOICE_EVENT,
 )
-"""OpenTelemetry GenAI semantic conventions (also our own instrumentation and pydantic-ai)."""
+"""OpenTelemetry GenAI semantic conventions (also our own instrumentation, pydantic-ai, and
+Google ADK, whose tool spans keep their args and result under ``gcp.vertex.agent.*``)."""
 
 
 def _openinference_match(name: str, attributes: Mapping[str, Any]) -> bool:
