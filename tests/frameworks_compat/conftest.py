@@ -12,6 +12,7 @@ FRAMEWORKS = {
     "test_crewai.py": "crewai",
     "test_semantic_kernel.py": "semantic_kernel",
     "test_autogen_agentchat.py": "autogen_agentchat",
+    "test_google_adk.py": "google.adk",
 }
 
 
