@@ -119,7 +119,7 @@ def intent_tokens(normalized: str | None) -> str | None:
     """The tokens of a normalized intent, space-separated: its words, and every character of a
     script written without spaces on its own (``"todoを検索"`` -> ``"todo を 検 索"``); None when
     they are the words of the normalized intent themselves (the common case, stored as NULL)."""
-    if not normalized:
+    if not normalized or normalized.isascii():  # no script written without spaces
         return None
     out: list[str] = []
     split = False
@@ -145,6 +145,8 @@ def information(normalized: str | None) -> int:
     0 (``"reading"`` 7, ``"検索中"`` 9, ``"ファイル"`` 8)."""
     if not normalized:
         return 0
+    if normalized.isascii():  # every character 1, spaces 0
+        return len(normalized) - normalized.count(" ")
     total = 0
     for ch in normalized:
         if ch == " ":

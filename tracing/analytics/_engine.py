@@ -238,8 +238,10 @@ def _redaction_columns(redaction: str | None) -> tuple[bool, bool]:
     return intent_hidden(redaction), args_redacted(redaction)
 
 
-def _cached(cache: dict[Any, Any], fn: Any, values: list[Any]) -> list[Any]:
-    """``fn`` of every value, each computed once per ``cache``."""
+def _cached(cache: dict[Any, Any] | None, fn: Any, values: list[Any]) -> list[Any]:
+    """``fn`` of every value, each computed once per ``cache`` (None: no cache)."""
+    if cache is None:
+        return [fn(v) for v in values]
     return [cache[v] if v in cache else cache.setdefault(v, fn(v)) for v in values]
 
 
@@ -253,12 +255,9 @@ class _Deriver:
         self._intents: dict[str | None, tuple[Any, ...]] = {}
         self._redactions: dict[str | None, tuple[bool, bool]] = {}
         self._tools: dict[str | None, tuple[str | None, int]] = {}
-        self._args: dict[str | None, str | None] = {}
-        """Raw args -> canonical: str values, not tuples (the garbage collector would walk
-        hundreds of thousands of tuples) and not orjson's bytes (see ``canonical_args``)."""
 
     def _per_distinct(
-        self, values: Any, cache: dict[Any, Any], fn: Any, types: Sequence[Any]
+        self, values: Any, cache: dict[Any, Any] | None, fn: Any, types: Sequence[Any]
     ) -> list[Any]:
         encoded = values.dictionary_encode()
         derived = _cached(cache, fn, encoded.dictionary.to_pylist())
@@ -283,7 +282,9 @@ class _Deriver:
         from which DuckDB finishes them (``Analytics._finish``)."""
 
         def column(name: str) -> Any:
-            return raw.column(name).combine_chunks()
+            chunked = raw.column(name)
+            # combine_chunks copies even a single chunk
+            return chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
 
         norm, phrase, words, chars, info, tokens = self._per_distinct(
             column("intent"),
@@ -300,7 +301,10 @@ class _Deriver:
         )
         # the args of a call whose args the policy replaced are not compared (null)
         args = pc.if_else(redacted, pa.scalar(None, pa.string()), column("args"))
-        (args_canon,) = self._per_distinct(args, self._args, canonical_args, (pa.string(),))
+        # args are not cached across tables: a distinct args text seldom leaves its session's
+        # table, and hashing hundreds of thousands of long texts into a dict costs more than
+        # it saves (canonical_args returns str, not orjson's bytes: see there)
+        (args_canon,) = self._per_distinct(args, None, canonical_args, (pa.string(),))
         return pa.table(
             {
                 "tool_call_id": column("tool_call_id"),

@@ -132,6 +132,24 @@ def _first_of_group(start: Bools) -> I64:
     return np.maximum.accumulate(np.where(start, positions, 0))
 
 
+def _following_bits(bits: I64) -> I64:
+    """For each position ``i`` of a 0/1 array, the ``MAX_WINDOW`` bits after it as one integer
+    (bit ``d-1`` = ``bits[i + d]``; zero past the end). The bits are packed once and each
+    result is read as an unaligned 64-bit word at its byte, then shifted: a few passes over
+    the array instead of one per distance."""
+    n = len(bits)
+    packed = np.packbits(bits.astype(np.uint8), bitorder="little")
+    padded = np.zeros(len(packed) + 9, dtype=np.uint8)
+    padded[: len(packed)] = packed
+    # every byte offset as the start of a little-endian 64-bit word (overlapping views)
+    words = np.ndarray(
+        shape=(len(packed) + 1,), dtype="<u8", buffer=padded.data, offset=0, strides=(1,)
+    )
+    after = np.arange(1, n + 1, dtype=np.int64)  # bit index of the position just after
+    values = words[after >> 3] >> (after & 7).astype(np.uint64)
+    return (values & np.uint64((1 << MAX_WINDOW) - 1)).astype(np.int64)
+
+
 def _window_masks(
     rows: SessionRows, order: I64, start: Bools, scope_rn: I64, step_rn: I64
 ) -> tuple[tuple[I64, ...], tuple[I64, ...], I64]:
@@ -149,7 +167,6 @@ def _window_masks(
         ends = np.append(np.flatnonzero(start)[1:], n) - 1
         group_end = np.repeat(ends, np.diff(np.append(np.flatnonzero(start), n)))
     keep = (np.int64(1) << np.minimum(group_end - np.arange(n, dtype=np.int64), MAX_WINDOW)) - 1
-    shifted = np.empty(n, dtype=np.int64)  # one scratch array, not hundreds of temporaries
     planes: list[tuple[I64, ...]] = []
     for counts in (owners_at, fails_at):
         out: list[I64] = []
@@ -157,11 +174,8 @@ def _window_masks(
             bits = (counts >> b) & 1
             mask = np.zeros(n, dtype=np.int64)
             if bits.any():
-                # bit d-1: the position d later; built across scope ends, then cut at them
-                for d in range(1, min(MAX_WINDOW, n - 1) + 1):
-                    np.left_shift(bits[d:], d - 1, out=shifted[:-d])
-                    np.bitwise_or(mask[:-d], shifted[:-d], out=mask[:-d])
-                mask &= keep
+                # bit d-1: the position d later; read across scope ends, then cut at them
+                mask = _following_bits(bits) & keep
             placed = np.empty(n, dtype=np.int64)
             placed[order] = mask
             out.append(placed)
