@@ -45,11 +45,11 @@ from tracing.analytics._definitions import (
     PHRASE_WORDS,
     args_redacted,
     canonical_args,
+    information,
     intent_hidden,
     leading_phrase,
     names_tool,
     normalize_intent,
-    word_count,
 )
 from tracing.ledger import open_ledger
 
@@ -69,7 +69,7 @@ def sqlite_prepare(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.create_function("norm", 1, normalize_intent, deterministic=True)
     conn.create_function("phrase", 1, lambda n: leading_phrase(n, PHRASE_WORDS), deterministic=True)
-    conn.create_function("words", 1, word_count, deterministic=True)
+    conn.create_function("info", 1, information, deterministic=True)
     conn.create_function("hidden", 1, intent_hidden, deterministic=True)
     conn.create_function(
         "args_key",
@@ -83,7 +83,7 @@ def sqlite_prepare(path: Path) -> sqlite3.Connection:
         "CREATE TEMP TABLE d AS SELECT a.tool_call_id, a.session_id, a.seq, a.batch_id, "
         "a.agent_id, a.turn, "
         "a.tool_name, a.status, a.start_ns, a.duration_ms, n.n, phrase(n.n) AS ph, "
-        "words(n.n) AS w, coalesce(length(a.intent), 0) AS chars, hidden(a.redaction) AS h, "
+        "info(n.n) AS i, coalesce(length(a.intent), 0) AS chars, hidden(a.redaction) AS h, "
         "names_tool(n.n, a.tool_name) AS nt, args_key(a.args, a.redaction) AS a "
         "FROM anchors a JOIN n ON n.id = a.rowid"
     )
@@ -182,13 +182,13 @@ def sqlite_over_time(conn: sqlite3.Connection, p: dict[str, Any]) -> list[tuple[
     width, offset, fmt = BUCKETS[p["bucket"]]
     sql = f"""
     WITH c AS (SELECT start_ns - ((start_ns - {offset}) % {width} + {width}) % {width} AS b,
-                      n IS NOT NULL AS labelled, chars, w FROM d WHERE NOT h),
+                      n IS NOT NULL AS labelled, chars, i FROM d WHERE NOT h),
     g AS (SELECT b, count(*) AS calls, sum(labelled) AS labelled,
                  sum(CASE WHEN labelled THEN chars END) AS chars,
-                 sum(CASE WHEN labelled THEN w END) AS words FROM c GROUP BY b)
+                 sum(CASE WHEN labelled THEN i END) AS info FROM c GROUP BY b)
     SELECT strftime('{fmt}', b / 1000000000, 'unixepoch'), calls, labelled,
            labelled * 1.0 / calls, CASE WHEN labelled > 0 THEN chars * 1.0 / labelled END,
-           CASE WHEN labelled > 0 THEN words * 1.0 / labelled END
+           CASE WHEN labelled > 0 THEN info * 1.0 / labelled END
     FROM g ORDER BY b"""
     return conn.execute(sql).fetchall()
 
@@ -219,7 +219,8 @@ def pandas_load(path: Path) -> Any:
     df["norm"] = [norm.get(i) if i is not None else None for i in df["intent"]]
     df["norm"] = df["norm"].astype(object).where(df["norm"].notna(), None)
     df["phrase"] = [leading_phrase(n, PHRASE_WORDS) for n in df["norm"]]
-    df["words"] = [word_count(n) for n in df["norm"]]
+    info = {n: information(n) for n in norm.values()}
+    df["info"] = [info[n] if n is not None else 0 for n in df["norm"]]
     df["chars"] = df["intent"].fillna("").str.len()
     red = df["redaction"].drop_duplicates()
     hidden = {r: intent_hidden(r) for r in red}
@@ -269,18 +270,18 @@ def pandas_over_time(df: Any, p: dict[str, Any]) -> list[tuple[Any, ...]]:
     b = v["start_ns"] - (v["start_ns"] - offset) % width
     lab = v["norm"].notna()
     g = pd.DataFrame(
-        {"b": b, "lab": lab, "chars": v["chars"].where(lab, 0), "words": v["words"].where(lab, 0)}
+        {"b": b, "lab": lab, "chars": v["chars"].where(lab, 0), "info": v["info"].where(lab, 0)}
     ).groupby("b")
     agg = g.agg(calls=("lab", "size"), labelled=("lab", "sum"), chars=("chars", "sum"),
-                words=("words", "sum"))  # fmt: skip
+                info=("info", "sum"))  # fmt: skip
     rows = []
     records = [{str(k): v for k, v in r.items()} for r in agg.reset_index().to_dict("records")]
     for r in records:
-        n, labelled, chars, words = (int(r[c]) for c in ("calls", "labelled", "chars", "words"))
+        n, labelled, chars, info = (int(r[c]) for c in ("calls", "labelled", "chars", "info"))
         label = pd.Timestamp(int(r["b"]), unit="ns").strftime(fmt)
         rows.append((label, n, labelled, labelled / n,
                      chars / labelled if labelled else None,
-                     words / labelled if labelled else None))  # fmt: skip
+                     info / labelled if labelled else None))  # fmt: skip
     return rows
 
 

@@ -25,7 +25,6 @@ from tracing.analytics._definitions import (
     leading_phrase,
     names_tool,
     normalize_intent,
-    word_count,
 )
 
 FAILED_STATUSES = frozenset({"error", "cancelled"})  # what "failed" means, stated once
@@ -49,7 +48,6 @@ class _Call:
     intent: str | None
     norm: str | None
     phrase: str | None
-    words: int
     chars: int
     hidden: bool
     names_tool: bool
@@ -77,7 +75,6 @@ def _calls(anchors: Iterable[Mapping[str, Any]], filters: Filters) -> list[_Call
                 intent=a["intent"],
                 norm=norm,
                 phrase=leading_phrase(norm, PHRASE_WORDS),
-                words=word_count(norm),
                 chars=len(a["intent"]) if a["intent"] else 0,
                 hidden=intent_hidden(redaction),
                 names_tool=names_tool(norm, a["tool_name"]),
@@ -313,14 +310,14 @@ def over_time(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ...]]
         if c.norm is not None:
             g[1] += 1
             g[2] += c.chars
-            g[3] += c.words
+            g[3] += information(c.norm)
     epoch = datetime(1970, 1, 1, tzinfo=UTC)
     rows: list[tuple[Any, ...]] = []
     for bucket in sorted(groups):
-        n, labelled, chars, words = groups[bucket]
+        n, labelled, chars, info = groups[bucket]
         label = (epoch + timedelta(microseconds=bucket // 1000)).strftime(fmt)
         rows.append((label, n, labelled, labelled / n, chars / labelled if labelled else None,
-                     words / labelled if labelled else None))  # fmt: skip
+                     info / labelled if labelled else None))  # fmt: skip
     return rows
 
 

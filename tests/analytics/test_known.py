@@ -363,7 +363,7 @@ def test_tools_and_over_time_known(
             "labelled": 2,
             "label_coverage": 2 / 3,
             "mean_intent_chars": (9 + 10) / 2,
-            "mean_intent_words": 2.0,
+            "mean_intent_info": (8 + 9) / 2,  # "reading a", "reading bb"
         },
         {
             "bucket": "2026-01-02",
@@ -371,11 +371,38 @@ def test_tools_and_over_time_known(
             "labelled": 2,
             "label_coverage": 1.0,
             "mean_intent_chars": (21 + 12) / 2,
-            "mean_intent_words": 3.0,
+            "mean_intent_info": (18 + 11) / 2,  # spaces carry nothing
         },
     ]
     weeks = engine.run("over_time", {"bucket": "week"}).rows
     assert [(r[0], r[1]) for r in weeks] == [("2025-12-29", 5)]  # the Monday before
+
+
+def test_over_time_length_holds_across_scripts(
+    store_url: str,
+    make_ledger: Callable[[str], Ledger],
+    make_analytics: Callable[..., Analytics],
+) -> None:
+    """An intent's length is its information (docs/analytics.md's worked example): a Japanese
+    intent of one "word" is as long as the English one saying the same, not a quarter of it;
+    a short English intent stays short whatever its word count."""
+    ledger = make_ledger(store_url)
+    day = 86_400_000
+    write_all(
+        ledger,
+        [
+            call("e", "read_file", "Reading the config file", start_ms=0),  # 4 words, 20
+            call("j", "read_file", "設定ファイルを読んでいます", start_ms=1),  # 1 word, 29
+            call("z", "read_file", "读取配置文件", start_ms=day),  # 1 word, 6 Han: 18
+            call("s", "read_file", "Do it", start_ms=day + 1),  # 2 words, 4
+        ],
+    )
+    engine = make_analytics(store_url)
+    rows = engine.run("over_time", {"bucket": "day"}).records()
+    assert [(r["bucket"], r["mean_intent_info"]) for r in rows] == [
+        ("2026-01-01", (20 + 29) / 2),
+        ("2026-01-02", (18 + 4) / 2),
+    ]
 
 
 def test_unknown_analysis_and_bad_params(sqlite_url: str, make_ledger, make_analytics) -> None:

@@ -459,7 +459,7 @@ BUCKETS: Final[dict[str, tuple[int, int, str]]] = {  # width ns, offset ns, labe
     "week": (7 * 86_400_000_000_000, 4 * 86_400_000_000_000, "%Y-%m-%d"),  # Mondays
 }
 _TIME_COLUMNS: Final = (
-    "bucket", "calls", "labelled", "label_coverage", "mean_intent_chars", "mean_intent_words",
+    "bucket", "calls", "labelled", "label_coverage", "mean_intent_chars", "mean_intent_info",
 )  # fmt: skip
 
 
@@ -468,17 +468,17 @@ def _time_sql(p: Mapping[str, Any], where: str) -> Query:
     sql = f"""
 WITH b AS (
   SELECT start_ns - ((((start_ns - {offset}) % {width}) + {width}) % {width}) AS b,
-         norm_intent IS NOT NULL AS labelled, intent_chars, intent_words
+         norm_intent IS NOT NULL AS labelled, intent_chars, intent_info
   FROM calls WHERE NOT hidden AND {where}),
 g AS (
   SELECT b, count(*) AS calls, count(*) FILTER (labelled) AS labelled,
          sum(intent_chars) FILTER (labelled)::BIGINT AS chars,
-         sum(intent_words) FILTER (labelled)::BIGINT AS words
+         sum(intent_info) FILTER (labelled)::BIGINT AS info
   FROM b GROUP BY b)
 SELECT strftime(make_timestamp(b // 1000), '{fmt}') AS bucket, calls, labelled,
        labelled / calls AS label_coverage,
        CASE WHEN labelled > 0 THEN chars / labelled END AS mean_intent_chars,
-       CASE WHEN labelled > 0 THEN words / labelled END AS mean_intent_words
+       CASE WHEN labelled > 0 THEN info / labelled END AS mean_intent_info
 FROM g ORDER BY g.b"""
     return sql, {}
 
@@ -488,7 +488,9 @@ OVER_TIME = Analysis(
     title="Label coverage and intent length over time",
     description=(
         "Per hour, day or week (UTC, by call start): calls whose intent was not hidden, how many "
-        "carried an intent, and the mean length of those intents in characters and words."
+        "carried an intent, and the mean length of those intents in characters as stored and in "
+        "information (letters weighted per script, as vague_intents measures it: a Han "
+        "character 3, a kana 2, so a Japanese or Chinese intent is not one short 'word')."
     ),
     params={
         "bucket": Param("choice", "day", "width of a time bucket", choices=("hour", "day", "week")),
