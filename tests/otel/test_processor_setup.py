@@ -91,8 +91,10 @@ def test_otlp_only_when_the_standard_variables_say_so(monkeypatch: pytest.Monkey
 
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
-    if isinstance(trace.get_tracer_provider(), TracerProvider):
-        pytest.skip("a global SDK provider is set by another test")
+    # as in a fresh process: no global SDK provider (OpenTelemetry sets one once per process,
+    # and a test run earlier may have)
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
+    assert not isinstance(trace.get_tracer_provider(), TracerProvider)
     setup = configure(set_global=False, ledger=False)
     assert setup.processor.processors == ()
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
