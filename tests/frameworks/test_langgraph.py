@@ -24,3 +24,6 @@ def run(tmp_path: Path) -> Iterator[FrameworkRun]:
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_langgraph_agent_with_openinference(run: FrameworkRun) -> None:
     check(run_langgraph_agent(run))
+    # each live span was named from its start (the model span listed the calls first); read
+    # once finish() (in run_langgraph_agent) flushed the processor's thread
+    assert run.setup.processor.stats()["named_at_start"] == 3
