@@ -21,7 +21,8 @@ fi
 # only run its `phoenix serve` command.
 [ -x .venv-phoenix/bin/python ] || "$PY" -m venv .venv-phoenix
 [ -x .venv-phoenix/bin/phoenix ] || .venv-phoenix/bin/python -m pip install -q 'arize-phoenix>=20,<21'
-# The agent frameworks of tests/frameworks_compat (CrewAI, Semantic Kernel, AutoGen AgentChat)
+# The agent frameworks of tests/frameworks_compat (CrewAI, Semantic Kernel, AutoGen AgentChat,
+# Google ADK)
 # would downgrade packages the main venv needs (mcp, openai, protobuf): they get a venv of their
 # own, with intentrace's core and langfuse extra, installed when pyproject.toml or
 # tests/frameworks_compat/{requirements,constraints}.txt changed (a stamp holds their hash).
