@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from google.protobuf import json_format
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
@@ -26,6 +26,10 @@ from tests.support.wire import spans_to_json, to_otlp_json
 from tracing.collect._otlp import (
     BodyTooLargeError,
     OtlpDecodeError,
+    _fast_span,
+    _json_span,
+    _Redo,
+    _SpanError,
     body_encoding,
     decode_json,
     decode_protobuf,
@@ -317,3 +321,96 @@ def test_any_json_decodes_or_fails_cleanly(value: Any) -> None:
         decode_json(json.dumps(value))
     except OtlpDecodeError as exc:
         assert str(exc) and "\n" not in str(exc)
+
+
+_junk = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=4)
+_good_values = st.one_of(
+    st.builds(lambda v: {"stringValue": v}, st.text(max_size=4)),
+    st.builds(lambda v: {"intValue": v}, st.integers().map(str) | st.integers()),
+    st.builds(lambda v: {"boolValue": v}, st.booleans()),
+    st.builds(lambda v: {"doubleValue": v}, st.floats(allow_nan=False) | st.just("-Infinity")),
+    st.just({"bytesValue": "AAE="}),
+    st.just({"arrayValue": {"values": [{"stringValue": "a"}, {"intValue": "1"}]}}),
+    st.just({"kvlistValue": {"values": [{"key": "k", "value": {"boolValue": False}}]}}),
+    st.just({}),
+    st.just({"other": 1, "string_value": "x"}),
+)
+_odd_values = st.dictionaries(
+    st.sampled_from(["stringValue", "intValue", "boolValue", "doubleValue", "bytesValue",
+                     "arrayValue", "kvlistValue", "int_value", "other"]),
+    _junk,
+    max_size=2,
+)  # fmt: skip
+_key_values = st.lists(
+    st.fixed_dictionaries({"key": st.text(max_size=3), "value": _good_values}), max_size=4
+)
+_good_spans = st.fixed_dictionaries(
+    {"traceId": st.sampled_from(["ab" * 16, "AB" * 16]),
+     "spanId": st.sampled_from(["ab" * 8, "AAAAAAAAAAE="])},
+    optional={
+        "name": st.text(max_size=4),
+        "parentSpanId": st.sampled_from(["cd" * 8, "", "0" * 16]),
+        "startTimeUnixNano": st.just("17") | st.integers(0, 2**64),
+        "endTimeUnixNano": st.just("18") | st.just(1.0),
+        "status": st.fixed_dictionaries(
+            {}, optional={"code": st.sampled_from(["STATUS_CODE_ERROR", 2, "1"]),
+                          "message": st.text(max_size=3)},
+        ),
+        "attributes": _key_values,
+        "events": st.lists(
+            st.fixed_dictionaries(
+                {}, optional={"name": st.text(max_size=3), "attributes": _key_values,
+                              "timeUnixNano": st.just("5")},
+            ),
+            max_size=2,
+        ),
+    },
+)  # fmt: skip
+_SPAN_FIELDS = ("traceId", "spanId", "parentSpanId", "name", "startTimeUnixNano",
+                "endTimeUnixNano", "status", "attributes", "events")  # fmt: skip
+
+
+@st.composite
+def _span_objects(draw: st.DrawFn) -> Any:
+    """A well-formed OTLP/JSON span, then at most two odd parts (a field, or a value)."""
+    span: dict[str, Any] = draw(_good_spans)
+    for _ in range(draw(st.integers(0, 2))):
+        where = draw(st.sampled_from([*_SPAN_FIELDS, "value", "event", "key"]))
+        odd = draw(_junk | _odd_values | st.lists(_junk, max_size=2))
+        attributes = span.get("attributes")
+        attributes = attributes if isinstance(attributes, list) else None
+        events = span.get("events")
+        events = events if isinstance(events, list) else None
+        if where == "value" and attributes:
+            attributes[draw(st.integers(0, len(attributes) - 1))]["value"] = odd
+        elif where == "key" and attributes:
+            attributes[draw(st.integers(0, len(attributes) - 1))]["key"] = odd
+        elif where == "event" and events:
+            events[draw(st.integers(0, len(events) - 1))] = odd
+        elif where in _SPAN_FIELDS:
+            span[where] = odd
+    return span
+
+
+@settings(max_examples=400)
+@given(_span_objects())
+def test_json_fast_reading_equals_the_careful_one(span: Any) -> None:
+    """The usual shape is read without building an error location per value; whatever it
+    reads (it hands anything unusual to the careful reading), the careful reading reads the
+    same, and what it refuses the careful reading refuses with the location."""
+    resource = {"service.name": "svc"}
+    try:
+        careful: Any = comparable(_json_span(span, "s", resource, "scope"))
+    except _SpanError as exc:
+        careful = exc
+    try:
+        fast = comparable(_fast_span(span, resource, "scope"))
+    except (_Redo, _SpanError):
+        return  # (read again the careful way)
+    assert fast == careful
+    try:
+        body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}, allow_nan=False)
+    except ValueError:
+        return  # (an infinite float: not JSON)
+    batch = decode_json(body)
+    assert [comparable(v) for v in batch.spans] == [{**fast, "resource": {}, "scope": None}]

@@ -100,6 +100,11 @@ class _Node:
     session_id: str | None
     agent_id: str | None
     turn: int | None
+    provisional: tuple[SpanView, ToolFacts] | None = None
+    """A tool span of the batch being ingested whose call id is not known yet: its derivation
+    (in start order, so usually before any descendant asks) sets ``call_id``; a descendant
+    that asks first, or a call whose derivation failed, gets the provisional id made from
+    these (``SpanFeed._call_id_of``)."""
 
 
 @dataclass(slots=True)
@@ -255,7 +260,11 @@ class SpanFeed:
                 rejected += 1
                 if len(reasons) < 5:
                     reasons.append(f"span {view.span_id}: redaction failed, call dropped")
+        nodes = self._nodes
         for key in arrived:
+            node = nodes.get(key)
+            if node is not None and node.provisional is not None:
+                self._call_id_of(node)  # (its derivation failed: the provisional id stays)
             if key in self._waiting:
                 self._resume(key)
         self._count("calls", calls)
@@ -280,26 +289,36 @@ class SpanFeed:
             return None
         attrs = view.attributes
         key = (view.trace_id, view.span_id)
-        call_id: str | None = None
-        if facts is not None:  # provisional (final once the call is derived)
-            own = attrs.get(A.TOOL_CALL_ID)
-            given = own if isinstance(own, str) and own else None
-            call_id = call_anchor_id(view, facts, CallContext(call_id=given), self._policy)
+        turn = attrs.get(A.TURN)
         node = _Node(
             parent=view.parent_span_id,
-            call_id=call_id,
+            call_id=None,
             session_id=first_str(attrs, _INHERITED_SESSION),
             agent_id=first_str(attrs, _INHERITED_AGENT),
-            turn=int_or_none(attrs.get(A.TURN)),
+            turn=turn if turn.__class__ is int else int_or_none(turn),
         )
         previous = self._nodes.get(key)
         if previous is not None:  # a replayed span keeps what was learned about it
-            node.call_id = previous.call_id or node.call_id
+            node.call_id = self._call_id_of(previous)
             self._nodes.move_to_end(key)
+        if node.call_id is None and facts is not None:
+            node.provisional = (view, facts)  # (made when asked: usually never)
         self._nodes[key] = node
         while len(self._nodes) > self._max_spans:
             self._nodes.popitem(last=False)
         return key
+
+    def _call_id_of(self, node: _Node) -> str | None:
+        """The node's call id; a tool span not derived yet gets its provisional one (made from
+        its own attributes: the id given upstream, else its provider id, session and turn)."""
+        pending = node.provisional
+        if pending is not None:
+            node.provisional = None
+            view, facts = pending
+            own = view.attributes.get(A.TOOL_CALL_ID)
+            given = own if isinstance(own, str) and own else None
+            node.call_id = call_anchor_id(view, facts, CallContext(call_id=given), self._policy)
+        return node.call_id
 
     def _learn(self, view: SpanView) -> None:
         if not view.trace_id:
@@ -393,6 +412,7 @@ class SpanFeed:
         node = self._nodes.get((view.trace_id or "", view.span_id or ""))
         if node is not None:
             node.call_id = anchor["tool_call_id"]
+            node.provisional = None
         if not done:
             waiter.write = {
                 "tool_call_id": anchor["tool_call_id"],
@@ -467,6 +487,8 @@ class SpanFeed:
             if node is None:
                 self._wait(key, waiter)
                 return False
+            if node.provisional is not None and waiter.need_parent:
+                self._call_id_of(node)
             waiter.take(node)
             current = node.parent
         return True

@@ -558,6 +558,101 @@ def _json_span(
     )
 
 
+class _Redo(Exception):
+    """The fast reading of a span met something unusual: read it again the careful way."""
+
+
+def _fast_attributes(value: Any) -> dict[str, Any]:
+    """``_json_attributes`` for the usual shape, without building a location per value (the
+    careful reading, run again on ``_Redo`` or ``_SpanError``, says where a problem is)."""
+    if value is None:
+        return {}
+    if value.__class__ is not list:
+        raise _Redo
+    out: dict[str, Any] = {}
+    keys = _VALUE_KEYS
+    for kv in cast("list[Any]", value):
+        if kv.__class__ is not dict:
+            raise _Redo
+        key = kv.get("key")
+        if key.__class__ is not str:
+            raise _Redo
+        v = kv.get("value")
+        if v is None:
+            out[key] = None
+            continue
+        if v.__class__ is not dict:
+            raise _Redo
+        kind = raw = None
+        for name, item in cast("dict[str, Any]", v).items():
+            kind = keys.get(name)
+            if kind is not None:
+                raw = item
+                break
+        if kind == "string" and raw.__class__ is str:
+            out[key] = raw
+        elif kind is None:
+            out[key] = None  # empty, or an unknown kind of value: ignored
+        elif kind == "bool" and raw.__class__ is bool:
+            out[key] = raw
+        else:
+            out[key] = _json_scalar(kind, raw, "")
+    return out
+
+
+def _fast_span(span: Any, resource: Mapping[str, Any], scope_name: str | None) -> SpanView:
+    """``_json_span`` for the usual shape (raises ``_Redo``/``_SpanError``: read it again the
+    careful way, which gives the same span or says exactly what is wrong)."""
+    if span.__class__ is not dict:
+        raise _Redo
+    name = span.get("name", "")
+    if name.__class__ is not str:
+        raise _Redo
+    events: tuple[EventView, ...] = ()
+    raw_events = span.get("events")
+    if raw_events is not None:
+        if raw_events.__class__ is not list:
+            raise _Redo
+        made: list[EventView] = []
+        for event in cast("list[Any]", raw_events):
+            if event.__class__ is not dict:
+                raise _Redo
+            event_name = event.get("name")
+            made.append(
+                EventView(
+                    event_name if isinstance(event_name, str) else "",
+                    _fast_attributes(event.get("attributes")),
+                    _json_time(_get(event, "timeUnixNano", "time_unix_nano"), "") or 0,
+                )
+            )
+        events = tuple(made)
+    status = span.get("status")
+    if status is None:
+        code, message = 0, None
+    else:
+        code, message = _json_status(status, "")
+    return SpanView(
+        name=name,
+        attributes=_fast_attributes(span.get("attributes")),
+        events=events,
+        status_code=code,
+        status_message=message,
+        trace_id=_json_id(_get(span, "traceId", "trace_id"), 16, "traceId", _ZERO_TRACE),
+        span_id=_json_id(_get(span, "spanId", "span_id"), 8, "spanId", _ZERO_SPAN),
+        parent_span_id=_json_id(
+            _get(span, "parentSpanId", "parent_span_id"),
+            8,
+            "parentSpanId",
+            _ZERO_SPAN,
+            optional=True,
+        ),
+        start_ns=_json_time(_get(span, "startTimeUnixNano", "start_time_unix_nano"), ""),
+        end_ns=_json_time(_get(span, "endTimeUnixNano", "end_time_unix_nano"), ""),
+        resource=resource,
+        scope_name=scope_name,
+    )
+
+
 def decode_json(body: bytes | str) -> DecodedBatch:
     """Decode an OTLP/JSON ``ExportTraceServiceRequest`` (raises ``OtlpDecodeError``)."""
     data = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
@@ -608,6 +703,11 @@ def decode_json(body: bytes | str) -> DecodedBatch:
             scope_name = scope.get("name")
             scope_text = scope_name if isinstance(scope_name, str) and scope_name else None
             for i, span_raw in enumerate(_as_list(ss.get("spans"), f"{where_s}.spans")):
+                try:
+                    batch.spans.append(_fast_span(span_raw, resource, scope_text))
+                    continue
+                except (_Redo, _SpanError, RecursionError):
+                    pass  # (the careful reading below says what is wrong, and where)
                 where = f"{where_s}.spans[{i}]"
                 try:
                     batch.spans.append(_json_span(span_raw, where, resource, scope_text))
