@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.vagueness
 
 Writes the set of ``tests/analytics/vagueness_set.py`` (English, German, French, Spanish,
-Japanese, Chinese; 300 intents of five tools) into a real SQLite ledger, runs
+Japanese, Chinese; 336 intents of five tools, templated ones that name a file among them) into a real SQLite ledger, runs
 ``vague_intents`` (``by = "intent"``, default parameters) and prints, per language,
 ``name: ours X, peer Y, ratio Z`` lines for precision and recall, the peer being the rule this
 measure replaced (fewer than 3 words, only English generic words, or naming the tool).

@@ -22,6 +22,7 @@ from tracing.analytics._definitions import (
     information,
     intent_hidden,
     intent_tokens,
+    is_name,
     leading_phrase,
     names_tool,
     normalize_intent,
@@ -153,21 +154,31 @@ _REASONS = (None, "missing", "short", "names_tool", "generic", "reused")
 
 def _generic(calls: list[_Call], p: Mapping[str, Any]) -> set[tuple[str, str]]:
     """(tool, normalized intent) pairs whose tokens that are not common among the tool's
-    distinct intents (over the whole ledger) carry less than ``min_novel`` information."""
-    intents: dict[str, set[str]] = defaultdict(set)
+    distinct intents (over the whole ledger) carry less than ``min_novel`` information, and
+    that name nothing (no path, file or identifier as written)."""
+    # an intent's tokens: the greatest (as text) of its calls' tokens, names as written
+    # differing between calls of one normalized intent (`src/db.py`, `src db.py`)
+    intents: dict[str, dict[str, str]] = defaultdict(dict)
+    named: set[tuple[str, str]] = set()  # a call of it names a path, file or identifier
     for c in calls:
         if c.norm is not None:
-            intents[c.tool_name].add(c.norm)
+            mine = intent_tokens(c.norm, c.intent) or c.norm
+            known = intents[c.tool_name].get(c.norm)
+            intents[c.tool_name][c.norm] = mine if known is None else max(known, mine)
+            if any(is_name(t) for t in mine.split(" ")):
+                named.add((c.tool_name, c.norm))
     out: set[tuple[str, str]] = set()
-    for tool, norms in intents.items():
-        tokens = {n: set((intent_tokens(n) or n).split(" ")) for n in norms}
+    for tool, texts in intents.items():
+        norms = set(texts)
+        tokens = {n: set(texts[n].split(" ")) for n in norms}
         df: dict[str, int] = defaultdict(int)
         for toks in tokens.values():
             for t in toks:
                 df[t] += 1
         least = max(p["common_min"], p["common_share"] * len(norms))
         for n, toks in tokens.items():
-            if sum(information(t) for t in toks if df[t] < least) < p["min_novel"]:
+            novel = sum(information(t) for t in toks if df[t] < least)
+            if novel < p["min_novel"] and (tool, n) not in named:
                 out.add((tool, n))
     return out
 

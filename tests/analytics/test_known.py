@@ -564,3 +564,46 @@ def test_precedes_with_a_wide_step_is_exact(
     result = engine.run("precursors", params)
     assert {r[0]: r[1] for r in result.rows} == {LOCK.lower(): 4}  # every failure of the step
     assert result.rows == reference("precursors", all_anchors(ledger), params)
+
+
+def test_templated_intents_that_name_things_are_not_generic(
+    store_url: str,
+    make_ledger: Callable[[str], Ledger],
+    make_analytics: Callable[..., Analytics],
+) -> None:
+    """A template that repeats (`Reading file src/a.py`, `src/b.py`, ...: every word of it
+    common, each file name a letter) is specific when its slot names a thing; near-misses
+    without a name stay generic: the template with a full stop, a number, a demonstrative."""
+    ledger = make_ledger(store_url)
+    files = ["a", "b", "c", "d"]
+    write_all(
+        ledger,
+        [
+            *(call(f"t{f}", "read_file", f"Reading file src/{f}.py") for f in files),
+            *(call(f"j{f}", "read_file", f"src/{f}.pyを読んでいます") for f in files),
+            *(call(f"z{f}", "read_file", f"读取文件src/{f}.py") for f in files),
+            call("n1", "read_file", "Reading file src."),  # a full stop names nothing
+            call("n2", "read_file", "Reading file 3.12"),  # a number is not a name
+            call("n3", "read_file", "Reading this file"),
+            call("n4", "read_file", "Reading the file"),
+            call("n5", "read_file", "Reading file src/a.py"),  # the same intent again
+            call("n6", "read_file", "読んでいます"),  # 13: nothing beyond the others
+            call("n7", "read_file", "读取文件"),  # 12: not short, nothing beyond the others
+        ],
+    )
+    engine = make_analytics(store_url)
+    params = {"min_calls": 1, "by": "intent"}
+    reasons = {r[1]: r[4] for r in engine.run("vague_intents", params).rows}
+    for f in files:
+        assert reasons[f"reading file src {f} py"] is None
+        assert reasons[f"src {f} pyを読んでいます"] is None
+        assert reasons[f"读取文件src {f} py"] is None
+    assert reasons["reading file src"] == "generic"
+    assert reasons["reading file # #"] == "generic"
+    assert reasons["reading this file"] == "generic"
+    assert reasons["reading the file"] == "generic"
+    assert reasons["読んでいます"] == "generic"
+    assert reasons["读取文件"] == "generic"
+    assert engine.run("vague_intents", params).rows == reference(
+        "vague_intents", all_anchors(ledger), params
+    )

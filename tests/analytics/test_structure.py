@@ -1,4 +1,5 @@
-"""The precursor masks' bit reader against the plain definition (one loop per distance)."""
+"""The precursor masks' bit reader against the plain definition (one loop per distance), and
+the name tokens of the vagueness measure against the plain words."""
 
 from __future__ import annotations
 
@@ -6,6 +7,12 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tracing.analytics._definitions import (
+    NAME_JOINER,
+    information,
+    intent_tokens,
+    normalize_intent,
+)
 from tracing.analytics._structure import MAX_WINDOW, _following_bits
 
 
@@ -28,3 +35,18 @@ def test_following_bits_all_ones() -> None:
     got = _following_bits(np.ones(n, dtype=np.int64)).tolist()
     assert got[0] == (1 << MAX_WINDOW) - 1
     assert got[n - 2] == 1 and got[n - 1] == 0
+
+
+@given(st.text(alphabet="abcXY09 /._:-#を読む検索é", max_size=40))
+def test_name_tokens_are_the_words_regrouped(intent: str) -> None:
+    """Names (``src/db.py``) only regroup the normalized intent's words: the same words in the
+    same order, the same information (the generic rule compares the same text)."""
+    norm = normalize_intent(intent)
+    tokens = intent_tokens(norm, intent) or norm
+    if norm is None:
+        assert tokens is None
+        return
+    assert tokens is not None
+    plain = intent_tokens(norm) or norm
+    assert tokens.replace(NAME_JOINER, " ").split(" ") == plain.split(" ")
+    assert information(tokens) == information(norm)

@@ -3,7 +3,10 @@ specific intents written the way agents write them (a few hundred in all).
 
 ``V`` marks a vague intent (it says little or nothing beyond what the tool and its other calls
 say: too short, only the tool's name, only the words every intent of the tool uses), ``S`` a
-specific one (it names what the call is about). ``bench/vagueness.py`` prints precision and
+specific one (it names what the call is about). Each language also has templated intents that
+name a file (``Reading file src/db.py``, ``src/api.py``, ...: specific, though every word of
+the template repeats) and near-misses beside them (``Reading this file``; ``Reading the
+file.``, whose full stop names nothing). ``bench/vagueness.py`` prints precision and
 recall per language; ``test_vagueness_set.py`` holds them to a floor.
 """
 
@@ -30,6 +33,12 @@ read_file|S|Reading src/auth/session.py to find the token refresh
 read_file|S|Reading the changelog for the 2.4 release
 read_file|S|Reading the file with the retry policy
 read_file|S|Reading the pytest fixtures in conftest.py
+read_file|S|Reading file src/db.py
+read_file|S|Reading file src/api.py
+read_file|S|Reading file src/cli.py
+read_file|S|Reading file src/app.py
+read_file|V|Reading this file
+read_file|V|Reading the file.
 search_code|V|Search
 search_code|V|Searching the code
 search_code|V|Searching for code
@@ -83,6 +92,12 @@ read_file|S|Lese den OAuth-Callback-Router
 read_file|S|Ich lese die Datei mit der Wiederholungsstrategie
 read_file|S|Lese das Änderungsprotokoll der Version 2.4
 read_file|S|Lese die Testdaten in conftest.py
+read_file|S|Lese Datei src/db.py
+read_file|S|Lese Datei src/api.py
+read_file|S|Lese Datei src/cli.py
+read_file|S|Lese Datei src/app.py
+read_file|V|Lese diese Datei
+read_file|V|Lese die Datei.
 search_code|V|Suche
 search_code|V|Suche im Code
 search_code|V|Code durchsuchen
@@ -136,6 +151,12 @@ read_file|S|Lecture de src/auth/session.py pour trouver le rafraîchissement du 
 read_file|S|Je lis le journal des modifications de la version 2.4
 read_file|S|Lecture du fichier de la politique de nouvelle tentative
 read_file|S|Je lis les fixtures pytest dans conftest.py
+read_file|S|Lecture du fichier src/db.py
+read_file|S|Lecture du fichier src/api.py
+read_file|S|Lecture du fichier src/cli.py
+read_file|S|Lecture du fichier src/app.py
+read_file|V|Lecture de ce fichier
+read_file|V|Je lis le fichier.
 search_code|V|Recherche
 search_code|V|Je cherche dans le code
 search_code|V|Recherche dans le code
@@ -189,6 +210,12 @@ read_file|S|Leyendo src/auth/session.py para encontrar la renovación del token
 read_file|S|Leyendo el registro de cambios de la versión 2.4
 read_file|S|Leyendo el archivo con la política de reintentos
 read_file|S|Leyendo los fixtures de pytest en conftest.py
+read_file|S|Leyendo el archivo src/db.py
+read_file|S|Leyendo el archivo src/api.py
+read_file|S|Leyendo el archivo src/cli.py
+read_file|S|Leyendo el archivo src/app.py
+read_file|V|Leyendo este archivo
+read_file|V|Leo el archivo.
 search_code|V|Buscando
 search_code|V|Buscando en el código
 search_code|V|Buscar en el código
@@ -242,6 +269,12 @@ read_file|S|トークン更新を探すためにsrc/auth/session.pyを読んで�
 read_file|S|バージョン2.4の変更履歴を読んでいます
 read_file|S|リトライ方針のファイルを読み込み中
 read_file|S|conftest.pyのpytestフィクスチャを確認しています
+read_file|S|src/db.pyを読んでいます
+read_file|S|src/api.pyを読んでいます
+read_file|S|src/cli.pyを読んでいます
+read_file|S|src/app.pyを読んでいます
+read_file|V|このファイルを読んでいます
+read_file|V|ファイルを読みます。
 search_code|V|検索中
 search_code|V|コードを検索しています
 search_code|V|コードを検索中
@@ -295,6 +328,12 @@ read_file|S|读取src/auth/session.py查找令牌刷新
 read_file|S|查看2.4版本的更新日志
 read_file|S|读取重试策略所在的文件
 read_file|S|正在读取conftest.py里的pytest夹具
+read_file|S|读取文件src/db.py
+read_file|S|读取文件src/api.py
+read_file|S|读取文件src/cli.py
+read_file|S|读取文件src/app.py
+read_file|V|读取这个文件
+read_file|V|读一下文件。
 search_code|V|搜索
 search_code|V|搜索代码
 search_code|V|正在搜索代码

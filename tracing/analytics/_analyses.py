@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from tracing.analytics._definitions import information_sql
+from tracing.analytics._definitions import NAME_JOINER, information_sql
 from tracing.analytics._structure import MAX_WINDOW, PLANES
 from tracing.status import Status
 
@@ -268,11 +268,13 @@ def _vague_sql(p: Mapping[str, Any], where: str) -> Query:
     # intent's own, so the rules run on the groups (tens of thousands), not on every call.
     # An intent is generic when the tokens of it that are not common among its tool's distinct
     # intents carry too little information (the whole ledger: what a call is compared with is
-    # never filtered)
+    # never filtered), and it names nothing (a path, file, module or identifier as written:
+    # `Reading file src/db.py` is specific however often its template repeats)
     common = f"""
 WITH a AS (
   SELECT tool_name AS g_tool, norm_intent AS g_n,
-         any_value(coalesce(tokens, norm_intent)) AS toks, any_value(intent_info) AS info,
+         max(coalesce(tokens, norm_intent)) AS toks, any_value(intent_info) AS info,
+         coalesce(bool_or(contains(tokens, '{NAME_JOINER}')), false) AS named,
          any_value(tool_info) AS tinfo, bool_or(names_tool) AS nt,
          count(*) FILTER (NOT hidden AND {where}) AS n,
          count(*) FILTER (NOT hidden AND reused AND {where}) AS n_reused
@@ -295,7 +297,7 @@ c AS (
          CASE WHEN a.g_n IS NULL THEN 1
               WHEN info < $min_info THEN 2
               WHEN nt AND info - tinfo < $min_info THEN 3
-              WHEN generic.g_n IS NOT NULL THEN 4
+              WHEN generic.g_n IS NOT NULL AND NOT named THEN 4
               ELSE 0 END AS cat
   FROM a LEFT JOIN generic ON generic.g_tool = a.g_tool AND generic.g_n = a.g_n
   WHERE n > 0)"""

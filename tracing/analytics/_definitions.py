@@ -115,14 +115,20 @@ def _per_char_weight(ch: str) -> int:
     return 0
 
 
-def intent_tokens(normalized: str | None) -> str | None:
-    """The tokens of a normalized intent, space-separated: its words, and every character of a
-    script written without spaces on its own (``"todoを検索"`` -> ``"todo を 検 索"``); None when
-    they are the words of the normalized intent themselves (the common case, stored as NULL)."""
-    if not normalized or normalized.isascii():  # no script written without spaces
-        return None
+NAME_JOINER: Final = "/"
+"""Joins the parts of a name into one token (a normalized intent never holds it)."""
+_NAME: Final = re.compile(r"(?<![0-9a-z\u00c0-\u024f])[0-9a-z]+(?:[/\\.:_][0-9a-z]+)+")
+"""A name in an intent as written (NFKC, case-folded): letters or digits joined by ``/``,
+``\\``, ``.``, ``:`` or ``_`` without a space: a path, a file name, a module, an identifier."""
+_NAME_CHARS: Final = frozenset("/\\.:_")
+
+
+def _script_tokens(normalized: str) -> list[str]:
+    """The words of a normalized text, with every character of a script written without spaces
+    on its own."""
+    if normalized.isascii():
+        return normalized.split(" ")
     out: list[str] = []
-    split = False
     for word in normalized.split(" "):
         run: list[str] = []
         for ch in word:
@@ -131,12 +137,54 @@ def intent_tokens(normalized: str | None) -> str | None:
                     out.append("".join(run))
                     run = []
                 out.append(ch)
-                split = True
             else:
                 run.append(ch)
         if run:
             out.append("".join(run))
-    return " ".join(out) if split else None
+    return out
+
+
+def _name_spans(intent: str | None) -> tuple[str, list[tuple[int, int]]]:
+    """The intent NFKC-normalized and case-folded, and where the names are in it (a name
+    holds a letter: ``3.12`` is a number, ``v3.12`` a name)."""
+    if not intent or _NAME_CHARS.isdisjoint(intent):
+        return "", []
+    text = unicodedata.normalize("NFKC", intent).casefold()
+    spans = [m.span() for m in _NAME.finditer(text) if any(c.isalpha() for c in m.group())]
+    return text, spans
+
+
+def intent_tokens(normalized: str | None, intent: str | None = None) -> str | None:
+    """The tokens of a normalized intent, space-separated: its words, every character of a
+    script written without spaces on its own (``"todoを検索"`` -> ``"todo を 検 索"``), and each
+    name of the intent as written (``intent``: ``src/db.py``, ``user_id``, ``os.path``) one
+    token, its parts joined by ``NAME_JOINER`` (``"reading src/db.py"`` -> ``"reading
+    src/db/py"``). None when they are the words of the normalized intent themselves (the common
+    case, stored as NULL)."""
+    if not normalized:
+        return None
+    text, spans = _name_spans(intent)
+    if not spans:
+        if normalized.isascii():  # no script written without spaces
+            return None
+        tokens = _script_tokens(normalized)
+        return " ".join(tokens) if len(tokens) != normalized.count(" ") + 1 else None
+    out: list[str] = []
+    at = 0
+    for start, end in [*spans, (len(text), len(text))]:
+        gap = normalize_intent(text[at:start])
+        if gap:
+            out.extend(_script_tokens(gap))
+        name = normalize_intent(text[start:end])
+        if name:
+            out.append(NAME_JOINER.join(name.split(" ")))
+        at = end
+    return " ".join(out)
+
+
+def is_name(token: str) -> bool:
+    """Whether a token (``intent_tokens``) is a name."""
+    return NAME_JOINER in token
 
 
 def information(normalized: str | None) -> int:
@@ -145,11 +193,11 @@ def information(normalized: str | None) -> int:
     0 (``"reading"`` 7, ``"検索中"`` 9, ``"ファイル"`` 8)."""
     if not normalized:
         return 0
-    if normalized.isascii():  # every character 1, spaces 0
-        return len(normalized) - normalized.count(" ")
+    if normalized.isascii():  # every character 1, spaces (and a name's joiners) 0
+        return len(normalized) - normalized.count(" ") - normalized.count(NAME_JOINER)
     total = 0
     for ch in normalized:
-        if ch == " ":
+        if ch in (" ", NAME_JOINER):
             continue
         weight = _per_char_weight(ch)
         if not weight:
@@ -167,5 +215,5 @@ def information_sql(expr: str) -> str:
     hangul = f"WHEN unicode(ch) BETWEEN {_HANGUL[0]} AND {_HANGUL[1]} THEN {HANGUL_WEIGHT}"
     return (
         f"coalesce(list_sum(list_transform(string_split({expr}, ''), lambda ch: "
-        f"CASE WHEN ch = ' ' THEN 0 {ranges} {hangul} ELSE 1 END)), 0)"
+        f"CASE WHEN ch = ' ' OR ch = '{NAME_JOINER}' THEN 0 {ranges} {hangul} ELSE 1 END)), 0)"
     )

@@ -62,7 +62,7 @@ from tracing.ledger._files import FILE_MODE, create_private
 
 logger = logging.getLogger("tracing.analytics")
 
-DERIVE_VERSION: Final = "7"
+DERIVE_VERSION: Final = "8"
 """Bumped whenever a definition changes: a snapshot of another version is rebuilt."""
 _SNAPSHOT_VERSION: Final = f"{DERIVE_VERSION}/duckdb-{duckdb.__version__}"
 """What a snapshot must match: ``args_key`` is DuckDB's ``hash()``, which may change between
@@ -225,7 +225,7 @@ def _intent_columns(
         word_count(norm),
         len(intent or ""),
         information(norm),
-        intent_tokens(norm),
+        intent_tokens(norm, intent),
     )
 
 
