@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -536,6 +537,29 @@ def test_examples_drill_down_to_the_calls(
     assert engine.examples(agents) == [("s2", "d"), ("s1", "b")]  # rows: sub, then no agent
     sessions = engine.run("redundancy", {"by": "session"})
     assert engine.examples(sessions) == [("s1", None), ("s2", None)]
+    # a row of every call (no time bucket, no dimension) opens the latest failed call
+    whole = engine.run("failure_rate", {"bucket": "all"})
+    assert engine.examples(whole) == [("s1", "b")]
+    # every row of every analysis, in each of its shapes, opens something
+    shapes: list[tuple[str, dict[str, Any]]] = [
+        ("precursors", {"k": 1, "min_support": 0.0}),
+        ("precursors", {"k": 1, "min_support": 0.0, "by": "phrase"}),
+        ("vague_intents", {"min_calls": 1}),
+        ("vague_intents", {"min_calls": 1, "by": "intent"}),
+        ("redundancy", {"by": "tool"}),
+        ("redundancy", {"by": "session"}),
+        ("tools", {}),
+        *(("over_time", {"bucket": b}) for b in ("hour", "day", "week")),
+        *(
+            ("failure_rate", {"bucket": b, "by": d})
+            for b in ("hour", "day", "week", "all")
+            for d in ("none", "agent", "tool")
+        ),
+    ]
+    for name, params in shapes:
+        result = engine.run(name, params)
+        assert result.rows, (name, params)
+        assert None not in engine.examples(result), (name, params)
 
 
 def test_precedes_with_a_wide_step_is_exact(

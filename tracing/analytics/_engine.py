@@ -161,6 +161,9 @@ class SyncReport:
     rows: int
     """Anchors in the copy after the sync."""
     seconds: float
+    stages: Mapping[str, float] = field(default_factory=dict[str, float])
+    """Wall seconds of its stages: ``read`` (reading the ledger and deriving the per-anchor
+    columns as the tables arrive), ``fold`` (the session columns and the copy's update)."""
 
 
 @dataclass(frozen=True)
@@ -497,7 +500,10 @@ class Analytics:
                 return SyncReport(0, 0, 0, False, self._rows, time.perf_counter() - started)
             rebuilt = self._rows == 0
             after = None if rebuilt else self._watermark
-            read, changed, sessions = self._apply(*self._fetch(after, full=rebuilt), full=rebuilt)
+            fetched = self._fetch(after, full=rebuilt)
+            stages = {"read": time.perf_counter() - started}
+            read, changed, sessions = self._apply(*fetched, full=rebuilt)
+            stages["fold"] = time.perf_counter() - started - stages["read"]
             # after a whole read there is nothing to compare the count with
             count, newest = (None, 0) if rebuilt else self._source.stats()
             self._counted_at = time.monotonic()
@@ -529,6 +535,7 @@ class Analytics:
                 rebuilt=rebuilt,
                 rows=self._rows,
                 seconds=time.perf_counter() - started,
+                stages=stages,
             )
 
     def _fetch(self, after: int | None, *, full: bool) -> tuple[int, Any]:
@@ -946,7 +953,9 @@ class Analytics:
                 rows = self._db.execute(
                     "SELECT k.i, arg_max([c.session_id, c.tool_call_id], "
                     f"[({prefer})::INT, c.start_ns]) FROM drill_keys k "
-                    f"JOIN calls c ON {' AND '.join(conditions)} AND {where} GROUP BY k.i",
+                    # (no key: the row is every call, e.g. failure_rate with no dimension)
+                    f"JOIN calls c ON {' AND '.join(conditions) or 'TRUE'} AND {where} "
+                    "GROUP BY k.i",
                     binds,
                 ).fetchall()
             finally:
