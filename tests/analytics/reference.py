@@ -362,6 +362,53 @@ def failure_rate(calls: list[_Call], p: Mapping[str, Any]) -> list[tuple[Any, ..
     return rows
 
 
+FLAG_COLUMNS = ("rn", "scope_rn", "step_rn", "sibling", "redundant_sibling", "repeat", "reused")
+"""The per-call columns of the view ``calls_v1`` that depend on the rest of the session."""
+
+
+def call_flags(
+    anchors: Iterable[Mapping[str, Any]], filters: Mapping[str, Any] | None = None
+) -> list[tuple[Any, ...]]:
+    """``(tool_call_id, *FLAG_COLUMNS)`` of every call that passes ``filters``, by id, computed
+    plainly (each from the whole session, whatever the filters)."""
+    calls = _calls(anchors, Filters.of(filters))
+    out: list[tuple[Any, ...]] = []
+    for items in _sessions(calls).values():
+        for i, c in enumerate(items):
+            if not c.keep:
+                continue
+            scope = [x for x in items if x.agent_id == c.agent_id and x.turn == c.turn]
+            step = scope.index(c)
+            if c.batch_id is not None:
+                step = min(j for j, x in enumerate(scope) if x.batch_id == c.batch_id)
+            batch = [
+                x
+                for x in items
+                if c.batch_id is not None
+                and x.batch_id == c.batch_id
+                and x.tool_name == c.tool_name
+            ]
+            redundant = c.args is not None and any(
+                x.args == c.args for x in batch[: batch.index(c)]
+            ) if batch else False  # fmt: skip
+            earlier = [
+                x
+                for x in items[:i]
+                if c.args is not None
+                and x.tool_name == c.tool_name
+                and x.args == c.args
+                and (x.batch_id is None or x.batch_id != c.batch_id)
+            ]
+            repeat = bool(earlier) and earlier[-1].status not in FAILED_STATUSES
+            reused = c.norm is not None and len({
+                x.args for x in items
+                if x.tool_name == c.tool_name and x.norm == c.norm and x.args is not None
+            }) > 1  # fmt: skip
+            out.append((c.tool_call_id, i + 1, scope.index(c) + 1, step + 1, len(batch) > 1,
+                        redundant, repeat, reused))  # fmt: skip
+    return sorted(out)
+
+
 _IMPLEMENTATIONS = {
     "failure_rate": failure_rate,
     "precursors": precursors,

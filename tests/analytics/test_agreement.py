@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.analytics.conftest import T0, call, write_all
-from tests.analytics.reference import reference
+from tests.analytics.reference import FLAG_COLUMNS, call_flags, reference
 from tests.ledger.conftest import FAST
 from tracing.analytics import ANALYSES, Analytics, AnalyticsOptions
 from tracing.ledger import ANCHOR_COLUMNS, AnchorWrite, open_ledger
@@ -145,6 +145,11 @@ def _check(
             assert fast == reference(name, anchors, params), (name, params)
             fast = engine.run(name, params, filters=filters, sync=False).rows
             assert fast == reference(name, anchors, params, filters), (name, params, filters)
+        # the per-call columns of the view SQL panels read, against the plain definitions
+        flags = f"SELECT tool_call_id, {', '.join(FLAG_COLUMNS)} FROM calls_v1 ORDER BY 1"
+        assert engine.run_sql(flags, sync=False).rows == call_flags(anchors)
+        fast = engine.run_sql(flags, filters=filters, sync=False).rows
+        assert fast == call_flags(anchors, filters), filters
     finally:
         engine.close()
         ledger.close()
