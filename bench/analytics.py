@@ -13,7 +13,9 @@ anchors, then for each analysis (default parameters) prints
 as ``name: ours X, peer Y, ratio Z`` lines, plus each default dashboard against the goal
 (< 5 s cold, < 1 s warm): never analysed (a fresh process and no snapshot: it builds the copy
 from the whole ledger, then answers), cold (a fresh process starting from the snapshot) and
-warm; and the first build of the copy on its own. The peers compute
+warm, each also with an agent filter and with a time-and-tool filter, then each panel's warm
+query with and without them; and the first build of the copy on its own, with its stages
+(``read``: the ledger read and the per-anchor columns; ``fold``: the session columns). The peers compute
 the same definitions (the per-anchor ones through the same Python functions, as SQLite UDFs
 and pandas maps); the script checks that every peer returns our rows. SQLite SQL peers are
 written for ``precursors`` (default scope), ``redundancy``, ``tools`` and ``over_time``, pandas
@@ -37,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._synthetic import fill
-from tracing.analytics import ANALYSES, Analytics, AnalyticsOptions, load_dashboards
+from tracing.analytics import ANALYSES, Analytics, AnalyticsOptions, Filters, load_dashboards
 from tracing.analytics._analyses import BUCKETS
 from tracing.analytics._analyses import FAILED as FAILED_STATUSES
 from tracing.analytics._analyses import SETTLED as SETTLED_STATUSES
@@ -332,6 +334,19 @@ def _cold(url: str, kind: str, name: str, filters: dict[str, Any] | None = None)
     return float(wall)
 
 
+def _panel_warm(
+    engine: Analytics, dashboard: Any, panel: Any, filters: dict[str, Any] | None, repeat: int
+) -> float:
+    """One panel's warm query (no sync: the dashboard synced), median of ``repeat``."""
+    chosen = Filters.of(filters).over(panel.filters.over(dashboard.filters))
+    if panel.sql is not None:
+        run = lambda: engine.run_sql(panel.sql, filters=chosen, sync=False)  # noqa: E731
+    else:
+        run = lambda: engine.run(panel.analysis, panel.params, filters=chosen, sync=False)  # noqa: E731
+    run()
+    return statistics.median(_timed(run)[0] for _ in range(repeat))
+
+
 def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     t = time.perf_counter()
     value = fn()
@@ -394,7 +409,9 @@ def main() -> None:
     what = "sync from the snapshot" if args.keep_snapshot else "first build (no snapshot)"
     print(
         f"{what} of the copy ({report.rows} anchors): ours {build:.2f} s, "
-        f"cpu {time.process_time() - cpu0:.2f} s"
+        f"cpu {time.process_time() - cpu0:.2f} s ("
+        + ", ".join(f"{stage} {seconds:.2f} s" for stage, seconds in report.stages.items())
+        + ")"
     )
 
     engine.wait_for_snapshot()  # written behind the first answers; the cold runs start from it
@@ -444,6 +461,12 @@ def main() -> None:
                 f"dashboard {name} with {label}: cold {cold:.2f} s (cpu {cold_cpu:.2f} s; "
                 f"goal < 5 s), warm {warm:.3f} s (cpu {warm_cpu:.3f} s; goal < 1 s)"
             )
+        for i, panel in enumerate(dashboard.panels):
+            figures = [
+                f"{label} {_panel_warm(engine, dashboard, panel, chosen, args.repeat):.3f} s"
+                for label, chosen in {"no filter": None, **FILTERED}.items()
+            ]
+            print(f"  panel {i} ({panel.analysis or 'sql'}) warm: " + ", ".join(figures))
     engine.close()
     if args.skip_peers:
         for name in ANALYSES:
