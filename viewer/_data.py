@@ -87,6 +87,10 @@ class SessionFilter:
     """Sessions with a failed call."""
     live: bool = False
     """Sessions with a call not settled yet."""
+    user: str | None = None
+    """Sessions with a call run for this user id."""
+    tag: str | None = None
+    """Sessions with a call whose trace has this tag."""
 
 
 def _filters(where: SessionFilter) -> dict[str, Any]:
@@ -104,6 +108,8 @@ def _filters(where: SessionFilter) -> dict[str, Any]:
         "until_ns": where.until_ns,
         "errors": where.errors,
         "live": where.live,
+        "user": where.user,
+        "tag": where.tag,
     }
 
 
@@ -137,6 +143,16 @@ def agents(url: str) -> list[str]:
 @st.cache_data(ttl=30.0, show_spinner=False)
 def tools(url: str) -> list[str]:
     return ledger(url).tools()
+
+
+@st.cache_data(ttl=30.0, show_spinner=False)
+def users(url: str) -> list[str]:
+    return ledger(url).users()
+
+
+@st.cache_data(ttl=30.0, show_spinner=False)
+def tags(url: str) -> list[str]:
+    return ledger(url).tags()
 
 
 @st.cache_data(ttl=LIST_TTL_S, max_entries=64, show_spinner=False)

@@ -24,6 +24,8 @@ BULK_SESSIONS: Final = 30
 AUTH: Final = "conv-auth-42"
 LIVE: Final = "conv-live-7"
 XSS: Final = "conv-xss"
+AUTH_USER: Final = "alice"
+LIVE_USER: Final = "bob"
 
 REDACTED: Final = json.dumps(
     {"args": "redact", "output": "keep", "intent_hidden": True, "outcome_hidden": True,
@@ -76,7 +78,8 @@ def _write(ledger: Any) -> None:
         ledger.flush(10.0)  # settle order is what the group header follows
 
     # --- conv-auth-42, turn 1: three parallel siblings, distinct intents, settle out of order
-    start("c1", "search_code", "Searching for MCP wiring", 0, turn=1, batch_id="b1")
+    start("c1", "search_code", "Searching for MCP wiring", 0, turn=1, batch_id="b1",
+          user_id=AUTH_USER, tags='["auth","prod"]')  # fmt: skip
     start("c2", "search_code", "Searching for OAuth handling", 5, turn=1, batch_id="b1")
     start("c3", "read_file", "Reading the callback router", 9, turn=1, batch_id="b1")
     ledger.flush(10.0)
@@ -128,7 +131,8 @@ def _write(ledger: Any) -> None:
     live = {"session_id": LIVE, "agent_id": "planner", "turn": 1}
     start("l1", "plan", "Planning the rollout of feat", 10_000, batch_id="lb1",
           status=Status.STREAMING, **live)  # fmt: skip
-    start("l2", "deploy_status", "Checking the deploy status", 10_010, batch_id="lb1", **live)
+    start("l2", "deploy_status", "Checking the deploy status", 10_010, batch_id="lb1",
+          user_id=LIVE_USER, tags='["prod"]', **live)  # fmt: skip
     # a live block under an activity label: it heads the block on the Live page too
     ledger.set_activity(LIVE, "lb2", "Preparing the release", turn=1)
     start("l3", "build", "Building the release artifacts", 10_020, batch_id="lb2",

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.viewer.browser import BROWSER_MARKS, Tab, chromium_tab, serve
-from tests.viewer.fixture_ledger import AUTH, BULK_SESSIONS, LIVE, XSS
+from tests.viewer.fixture_ledger import AUTH, AUTH_USER, BULK_SESSIONS, LIVE, XSS
 from viewer._ui import call_key
 
 pytestmark = BROWSER_MARKS
@@ -221,3 +221,62 @@ def test_times_local_utc_relative(browser_tab: Tab) -> None:
     tab.locator("[data-testid=stButtonGroup] button", has_text="UTC").click()
     tab.wait_for_url("**times=utc*", timeout=WAIT_MS)
     caption(tab, "Times in UTC.")
+
+
+def test_back_and_forward_walk_the_filter_states(browser_tab: Tab) -> None:
+    server, tab = browser_tab.base, browser_tab.page
+    tab.goto(server)
+    caption(tab, f"Sessions 1–{TOTAL} of {TOTAL}")
+    idle(tab)
+    toggle(tab, "Errors")
+    at_url(tab, r"\?errors=true$")
+    caption(tab, "Sessions 1–1 of 1")
+    idle(tab)
+    pick(tab, "Sort by", "Calls")
+    at_url(tab, r"\?sort=calls&errors=true$")
+    caption(tab, "Sessions 1–1 of 1 · calls, most first")
+    idle(tab)
+    toggle(tab, "Errors")
+    at_url(tab, r"\?sort=calls$")
+    caption(tab, f"Sessions 1–{TOTAL} of {TOTAL} · calls, most first")
+    idle(tab)
+
+    tab.go_back()
+    at_url(tab, r"\?sort=calls&errors=true$")
+    caption(tab, "Sessions 1–1 of 1 · calls, most first")
+    assert tab.locator("[data-testid=stCheckbox]", has_text="Errors").locator("input").is_checked()
+    idle(tab)
+    tab.go_back()
+    at_url(tab, r"\?errors=true$")
+    caption(tab, "Sessions 1–1 of 1 · last seen")
+    idle(tab)
+    tab.go_back()
+    at_url(tab, r"/$")
+    caption(tab, f"Sessions 1–{TOTAL} of {TOTAL} · last seen")
+    assert (
+        not tab.locator("[data-testid=stCheckbox]", has_text="Errors").locator("input").is_checked()
+    )
+    idle(tab)
+    tab.go_forward()
+    at_url(tab, r"\?errors=true$")
+    caption(tab, "Sessions 1–1 of 1 · last seen")
+    idle(tab)
+    tab.go_forward()
+    at_url(tab, r"\?sort=calls&errors=true$")
+    caption(tab, "Sessions 1–1 of 1 · calls, most first")
+
+
+def test_user_and_tag_filters_from_a_link_and_the_controls(browser_tab: Tab) -> None:
+    server, tab = browser_tab.base, browser_tab.page
+    tab.goto(f"{server}/?tag=prod")
+    caption(tab, "Sessions 1–2 of 2")
+    assert rows_become(tab, lambda rows: rows == [LIVE, AUTH]) == [LIVE, AUTH]
+    idle(tab)
+    pick(tab, "User", AUTH_USER)
+    at_url(tab, rf"\?user={AUTH_USER}&tag=prod$")
+    caption(tab, "Sessions 1–1 of 1")
+    assert rows_become(tab, lambda rows: rows == [AUTH]) == [AUTH]
+    idle(tab)
+    tab.go_back()
+    at_url(tab, r"\?tag=prod$")
+    caption(tab, "Sessions 1–2 of 2")

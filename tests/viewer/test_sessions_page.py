@@ -18,7 +18,15 @@ from streamlit.testing.v1 import AppTest
 from tests.ledger.conftest import pg_schema_url
 from tests.viewer import fixture_ledger
 from tests.viewer.conftest import captions, open_page, run_app
-from tests.viewer.fixture_ledger import AUTH, BASE_NS, BULK_SESSIONS, LIVE, XSS
+from tests.viewer.fixture_ledger import (
+    AUTH,
+    AUTH_USER,
+    BASE_NS,
+    BULK_SESSIONS,
+    LIVE,
+    LIVE_USER,
+    XSS,
+)
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
 from tracing.ledger import open_ledger
 from tracing.status import Status
@@ -215,3 +223,58 @@ def test_a_session_opened_from_a_filtered_list_carries_the_list_for_back(store_u
     assert [t.value for t in at.title] == ["Sessions"]
     assert at.toggle(key="errors").value and at.selectbox(key="sort").value == "calls"
     assert sessions(at) == [AUTH]
+
+
+# --- agent, tool, status, user and tag filters; every control in the URL ----------------------
+def url_params(at: AppTest) -> dict[str, str]:
+    return {k: v[-1] if isinstance(v, list) else v for k, v in at.query_params.items()}
+
+
+def test_user_and_tag_filters(store_url: str) -> None:
+    at = run_app()
+    table = at.dataframe[0].value
+    assert {"users", "tags"} <= set(table.columns)
+    assert dict(zip(table["session"], table["users"], strict=True))[AUTH] == AUTH_USER
+    at.session_state["filters"] = True
+    at.run()
+    assert at.selectbox(key="user").options == ["(any)", AUTH_USER, LIVE_USER]
+    assert at.selectbox(key="tag").options == ["(any)", "auth", "prod"]
+    at.selectbox(key="user").set_value(AUTH_USER).run()
+    assert sessions(at) == [AUTH]
+    assert url_params(at) == {"user": AUTH_USER}
+    at.selectbox(key="user").set_value("(any)")
+    at.selectbox(key="tag").set_value("prod").run()
+    assert sessions(at) == [LIVE, AUTH]
+    assert url_params(at) == {"tag": "prod"}
+    at.selectbox(key="agent").set_value("planner").run()
+    assert sessions(at) == [LIVE]
+    assert url_params(at) == {"tag": "prod", "agent": "planner"}
+
+
+def test_every_filter_comes_from_the_url_and_opens_its_section(store_url: str) -> None:
+    at = run_app({"user": LIVE_USER, "tag": "prod", "tool": "plan", "status": "streaming"})
+    assert at.session_state["filters"] is True
+    assert sessions(at) == [LIVE]
+    assert at.selectbox(key="user").value == LIVE_USER
+    # a value the ledger does not have stays chosen and matches nothing; a bad status: any
+    at = run_app({"user": "nobody", "status": "nope", "size": "25", "agent": "coder"})
+    assert at.selectbox(key="user").value == "nobody"
+    assert at.selectbox(key="status").value == "(any)"
+    assert at.selectbox(key="size").value == 25
+    assert [i.value for i in at.info] == [NO_MATCH]
+    assert url_params(at) == {"user": "nobody", "size": "25", "agent": "coder"}
+
+
+def test_a_navigated_url_resets_the_controls_it_does_not_name(store_url: str) -> None:
+    """Back/Forward to another list: the controls become that URL's (not the ones on screen)."""
+    at = run_app()
+    at.toggle(key="errors").set_value(True)
+    at.selectbox(key="sort").set_value("calls").run()
+    assert url_params(at) == {"errors": "true", "sort": "calls"}
+    at.query_params.clear()  # what Back to the first list does: its URL, the same session
+    at.query_params["live"] = "true"
+    at.run()
+    assert not at.toggle(key="errors").value and at.toggle(key="live").value
+    assert at.selectbox(key="sort").value == "last_seen"
+    assert sessions(at) == [LIVE]
+    assert url_params(at) == {"live": "true"}

@@ -1,6 +1,7 @@
 """The Sessions page: every session, sorted and paginated in the database, searchable and
-filterable (time range, errors, live, agent, tool, status). The controls are kept in the URL
-(``?range=24h&sort=calls&errors=true``), so a link or Back shows the same list."""
+filterable (time range, errors, live, agent, tool, status, user, tag). Every control is kept in
+the URL (``?range=24h&sort=calls&errors=true&user=u-7``) and each change is an entry of the
+browser's history, so a link shows the same list and Back/Forward walk the lists the user saw."""
 
 from __future__ import annotations
 
@@ -48,16 +49,30 @@ SORTS: Final[dict[SessionOrder, tuple[str, str, str]]] = {
 TIMES: Final = {"local": "Local", "utc": "UTC", "relative": "Relative"}
 """How times are shown: the browser's time zone (its offset shown), UTC, or "5 minutes ago"."""
 _TIME_FORMAT: Final = "YYYY-MM-DD HH:mm:ss Z"
-_DEFAULTS: Final[dict[str, str | bool]] = {
+FILTERS: Final = ("agent", "tool", "status", "user", "tag")
+"""The filters in the "Filter by" section (widget keys and URL parameters)."""
+_DEFAULTS: Final[dict[str, str | bool | int]] = {
     "q": "", "range": "any", "sort": "last_seen", "asc": False, "errors": False, "live": False,
-    "times": "local",
+    "times": "local", "size": 50, **dict.fromkeys(FILTERS, _ALL),
 }  # fmt: skip
 """The controls kept in the URL (``?sort=calls&errors=true``): widget key and default value."""
 _CHOICES: Final[dict[str, Collection[str]]] = {
     "range": RANGES,
     "sort": SESSION_ORDERS,
     "times": TIMES,
+    "size": [str(n) for n in PAGE_SIZES],
+    "status": STATUSES,
 }
+_WRITTEN: Final = "sessions_url"
+"""Session state: the controls as this page last put them in the URL. A URL that differs was
+navigated to (Back, Forward, a link): the controls take its values."""
+_TOUCHED: Final = "sessions_touched"
+"""Session state: the user changed a control in this run (its ``on_change``). Such a run may
+carry the URL of the run before (clicks faster than the runs): the user's change wins."""
+
+
+def _touched() -> None:
+    st.session_state[_TOUCHED] = True
 
 
 def _choice(value: object) -> str | None:
@@ -109,6 +124,10 @@ def _table(rows: list[_data.SessionInfo]) -> pd.DataFrame:
         "agents": [", ".join(r["agents"]) for r in rows],
         "tools": [", ".join(r["tools"]) for r in rows],
     }
+    if any(r["users"] for r in rows):  # (columns only when the ledger knows some)
+        columns["users"] = [", ".join(r["users"]) for r in rows]
+    if any(r["tags"] for r in rows):
+        columns["tags"] = [", ".join(r["tags"]) for r in rows]
     return frame(pd.DataFrame(columns))
 
 
@@ -141,17 +160,38 @@ def render() -> None:
         st.code(str(exc), language=None)
 
 
-def _filters(url: str) -> tuple[str | None, str | None, str | None]:
-    """Agent, tool and status filters, in a section that loads its choices only when open
-    (listing every agent and tool scans the ledger; the page itself never does)."""
-    section = st.expander("Filter by agent, tool or status", key="filters", on_change="rerun")
+def _choices(key: str, known: list[str]) -> list[str]:
+    """A filter's options: any, then the values the ledger has (and the one chosen, when a link
+    names one the ledger does not have: it stays chosen and matches nothing)."""
+    options = [_ALL, *known]
+    chosen = st.session_state.get(key)
+    if isinstance(chosen, str) and chosen not in options:
+        options.append(chosen)
+    return options
+
+
+def _filters(url: str) -> dict[str, str | None]:
+    """Agent, tool, status, user and tag filters, in a section that loads its choices only
+    when open (listing them scans the ledger; the page itself never does). Closing it drops
+    them; a URL that names one opens it."""
+    section = st.expander(
+        "Filter by agent, tool, status, user or tag", key="filters", on_change=_touched
+    )
     if not section.open:
-        return None, None, None
+        for key in FILTERS:  # (closed: none applies, and the URL loses them)
+            st.session_state[key] = _ALL
+        return dict.fromkeys(FILTERS)
+    lists = {"agent": _data.agents, "tool": _data.tools, "user": _data.users, "tag": _data.tags}
+    names = {"agent": "Agent", "tool": "Tool", "status": "Status", "user": "User", "tag": "Tag"}
+    chosen: dict[str, str | None] = {}
     with section, st.container(horizontal=True):
-        agent = st.selectbox("Agent", [_ALL, *_data.agents(url)], key="agent", format_func=_option)
-        tool = st.selectbox("Tool", [_ALL, *_data.tools(url)], key="tool", format_func=_option)
-        status = st.selectbox("Status", [_ALL, *STATUSES], key="status")
-    return _choice(agent), _choice(tool), _choice(status)
+        for key in FILTERS:
+            known = [str(s) for s in STATUSES] if key == "status" else lists[key](url)
+            value = st.selectbox(
+                names[key], _choices(key, known), key=key, format_func=_option, on_change=_touched
+            )
+            chosen[key] = _choice(value)
+    return chosen
 
 
 def _window(choice: str, zone: str) -> tuple[int | None, int | None, int | None]:
@@ -163,6 +203,7 @@ def _window(choice: str, zone: str) -> tuple[int | None, int | None, int | None]
         "From – to",
         value=(today - timedelta(days=6), today),
         key="dates",
+        on_change=_touched,
         format="YYYY-MM-DD",
         help=f"Whole days, time zone {zone}",
     )
@@ -174,61 +215,94 @@ def _window(choice: str, zone: str) -> tuple[int | None, int | None, int | None]
     return None, int(start.timestamp()) * 1_000_000_000, int(end.timestamp()) * 1_000_000_000 - 1
 
 
+def _in_url() -> dict[str, str]:
+    """The controls' parameters in the URL as it is."""
+    return {k: v for k, v in st.query_params.to_dict().items() if k in _DEFAULTS}
+
+
+def _parse(key: str, raw: str) -> str | bool | int | None:
+    """A URL value as the control's value, None when it is not one of its values."""
+    default = _DEFAULTS[key]
+    if isinstance(default, bool):
+        return raw == "true" if raw in ("true", "false") else None
+    if key in _CHOICES and raw not in _CHOICES[key]:
+        return None
+    return int(raw) if isinstance(default, int) else raw
+
+
 def _from_url() -> None:
-    """Controls not on screen yet (a link, a reload, Back from another page) start as the URL
-    says; unknown values are ignored. ``times`` always has a value (no widget default)."""
-    params = st.query_params
+    """The controls as the URL says when it was navigated to (a link, a reload, Back or
+    Forward to another list, Back from another page): every control takes the URL's value or
+    its default (unknown values: the default). While the URL is the one this page wrote, the
+    controls keep their state (the user is changing them)."""
+    params = _in_url()
+    touched = st.session_state.pop(_TOUCHED, False)
+    navigated = not touched and st.session_state.get(_WRITTEN) != params
     for key, default in _DEFAULTS.items():
-        raw = params.get(key)
-        if key in st.session_state or raw is None:
+        if key in st.session_state and not navigated:
             continue
-        if isinstance(default, bool):
-            if raw in ("true", "false"):
-                st.session_state[key] = raw == "true"
-        elif key not in _CHOICES or raw in _CHOICES[key]:
-            st.session_state[key] = raw
-    st.session_state.setdefault("times", _DEFAULTS["times"])
+        raw = params.get(key)
+        value = None if raw is None else _parse(key, raw)
+        st.session_state[key] = default if value is None else value
+    if navigated and any(k in params for k in FILTERS):
+        st.session_state["filters"] = True  # (the section holding them, open)
 
 
 def _to_url() -> None:
-    """The controls' values into the URL (a default one leaves it): a link or Back shows the
-    same list. Kept by hand rather than bound (``bind``): ``st.switch_page`` may not carry a
+    """The controls' values into the URL (a default one leaves it), all in one change: the
+    browser gets one history entry per change of the list, so Back and Forward walk the lists
+    the user saw. Kept by hand rather than bound (``bind``): ``st.switch_page`` may not carry a
     bound parameter, and ``_open`` must carry them."""
+    wanted: dict[str, str] = {}
     for key, default in _DEFAULTS.items():
         value = st.session_state.get(key, default)
-        if value == default:
-            if key in st.query_params:
-                del st.query_params[key]
-            continue
-        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
-        if st.query_params.get(key) != text:
-            st.query_params[key] = text
+        if value != default and value is not None:
+            wanted[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    st.session_state[_WRITTEN] = wanted
+    if _in_url() != wanted:
+        others = {k: v for k, v in st.query_params.to_dict().items() if k not in _DEFAULTS}
+        st.query_params.from_dict({**others, **wanted})
 
 
 def _controls() -> tuple[str, int, str, SessionOrder, bool, bool, bool, str]:
     """The controls above the table (each kept in the URL): search, page size, time range,
-    sort and its direction, the errors and live toggles, how times are shown."""
+    sort and its direction, the errors and live toggles, how times are shown; the filters
+    (``_filters``) below them."""
     _from_url()
     with st.container(horizontal=True, vertical_alignment="bottom"):
         search = st.text_input(
-            "Search intents", key="q", placeholder="words from an intent, outcome or label"
+            "Search intents",
+            key="q",
+            placeholder="words from an intent, outcome or label",
+            on_change=_touched,
         )
         choice = st.selectbox(
-            "Time range", list(RANGES), key="range", format_func=lambda k: RANGES[k][0]
+            "Time range",
+            list(RANGES),
+            key="range",
+            format_func=lambda k: RANGES[k][0],
+            on_change=_touched,
         )
         order = st.selectbox(
-            "Sort by", SESSION_ORDERS, key="sort", format_func=lambda k: SORTS[k][0]
+            "Sort by",
+            SESSION_ORDERS,
+            key="sort",
+            format_func=lambda k: SORTS[k][0],
+            on_change=_touched,
         )
-        size = st.selectbox("Per page", PAGE_SIZES, index=1, key="size")
+        size = st.selectbox("Per page", PAGE_SIZES, key="size", on_change=_touched)
     with st.container(horizontal=True, vertical_alignment="center"):
-        ascending = st.toggle("Ascending", key="asc")
-        errors = st.toggle("Errors", key="errors", help="Sessions with a failed call")
-        live = st.toggle("Live", key="live", help="Sessions with a call not settled yet")
+        ascending = st.toggle("Ascending", key="asc", on_change=_touched)
+        errors = st.toggle(
+            "Errors", key="errors", help="Sessions with a failed call", on_change=_touched
+        )
+        live = st.toggle(
+            "Live", key="live", help="Sessions with a call not settled yet", on_change=_touched
+        )
         times = st.segmented_control(
             "Times", list(TIMES), required=True, key="times", format_func=lambda k: TIMES[k],
-            label_visibility="collapsed",
+            label_visibility="collapsed", on_change=_touched,
         )  # fmt: skip
-    _to_url()
     return search, size, choice, order, not ascending, errors, live, times or "local"
 
 
@@ -249,19 +323,21 @@ def _sessions(url: str) -> None:
     search, size, choice, order, descending, errors, live, times = _controls()
     zone = _zone()
     within_s, since_ns, until_ns = _window(choice, zone)
-    agent, tool, status = _filters(url)
+    chosen = _filters(url)
+    _to_url()
     for note in _data.dropped_lines(url):
         st.warning(note, icon=":material/warning:")
 
     where = _data.SessionFilter(
-        agent=agent, tool=tool, status=status, search=search or None, within_s=within_s,
-        since_ns=since_ns, until_ns=until_ns, errors=errors, live=live,
+        agent=chosen["agent"], tool=chosen["tool"], status=chosen["status"],
+        search=search or None, within_s=within_s, since_ns=since_ns, until_ns=until_ns,
+        errors=errors, live=live, user=chosen["user"], tag=chosen["tag"],
     )  # fmt: skip
     total = _data.count_sessions(url, where)
     pages = max(1, math.ceil(total / size))
     # A new filter or sort is a new pagination widget, which starts on its first page.
     digest = hashlib.sha1(repr((where, size, order, descending)).encode()).hexdigest()[:12]
-    number = st.pagination(pages, key=f"page-{digest}", max_visible_pages=7)
+    number = st.pagination(pages, key=f"page-{digest}", max_visible_pages=7, on_change=_touched)
     offset = (min(number, pages) - 1) * size
     rows = _data.sessions_page(url, where, size, offset, order=order, descending=descending)
 
