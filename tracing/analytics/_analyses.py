@@ -153,10 +153,12 @@ LIMIT $limit"""
 o AS (
   SELECT {item} AS item, count(*)::BIGINT AS occurrences
   FROM calls WHERE {item} IS NOT NULL AND {where} GROUP BY 1),
+wg AS (
+  SELECT item, count(*) FILTER (failed)::BIGINT AS count, count(*)::BIGINT AS windows
+  FROM w GROUP BY item),
 g AS (
-  SELECT w.item, count(*) FILTER (failed)::BIGINT AS count, count(*)::BIGINT AS windows,
-         coalesce(any_value(o.occurrences), 0)::BIGINT AS occurrences
-  FROM w LEFT JOIN o ON o.item = w.item GROUP BY w.item){ranked}"""
+  SELECT wg.item, count, windows, coalesce(o.occurrences, 0)::BIGINT AS occurrences
+  FROM wg LEFT JOIN o ON o.item = wg.item){ranked}"""
     default_scope = not (p["across_turns"] or p["across_agents"] or p["include_siblings"])
     if default_scope and p.get(MASKS_EXACT) and (where == "TRUE" or p.get(SCOPE_FILTER)):
         # every settled call owns a window: the masks count them without a join (an item is
@@ -179,17 +181,21 @@ g AS (
         return sql, binds
     if default_scope:
         # the default scope is precomputed: a window is the k scope positions before the
-        # owner's step began; an item is credited to its last occurrence in a window
+        # owner's step began; an item is credited to its last occurrence in a window. The
+        # positions are columns before the join, so that both keys hash (with the distance
+        # from a joined range, DuckDB hashed the scope alone and filtered ten times the rows)
         sql = f"""
 WITH s AS (
   SELECT scope_key, step_rn, status IN {FAILED_SQL} AS failed
   FROM calls WHERE status IN {SETTLED_SQL} AND {where}),
 t AS (SELECT count(*) AS n, count(*) FILTER (failed) AS fl FROM s),
+p AS (
+  SELECT scope_key, step_rn, failed, unnest(range(greatest(step_rn - $k, 1), step_rn)) AS pos
+  FROM s),
 w AS (
-  SELECT c.{item} AS item, s.failed
-  FROM s CROSS JOIN range(1, $k + 1) AS d(d)
-  JOIN calls c ON c.scope_key = s.scope_key AND c.scope_rn = s.step_rn - d.d
-  WHERE c.{item} IS NOT NULL AND (c.{gap} < 0 OR c.scope_rn + c.{gap} >= s.step_rn)),{tail}"""
+  SELECT c.{item} AS item, p.failed
+  FROM p JOIN calls c ON c.scope_key = p.scope_key AND c.scope_rn = p.pos
+  WHERE c.{item} IS NOT NULL AND (c.{gap} < 0 OR c.scope_rn + c.{gap} >= p.step_rn)),{tail}"""
         return sql, binds
     # a widened scope: positions computed here (window functions), each window deduplicated
     part = ", ".join(
