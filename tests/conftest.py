@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tracing import diagnostics
-from tracing.environment_variables import INTENTRACE_TEST_POSTGRES_URL
+from tracing.environment_variables import INTENTRACE_LEDGER_URL, INTENTRACE_TEST_POSTGRES_URL
 
 settings.register_profile(
     "ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -51,6 +51,17 @@ def postgres_url() -> Iterator[str]:
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
+
+
+@pytest.fixture(autouse=True)
+def own_default_ledger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No test reads or writes the user's default ledger (``$XDG_DATA_HOME/intentrace``):
+    the default location is a directory of the test run's own, and no ledger URL comes from the
+    environment unless a test sets one (subprocesses inherit both)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg")))
+        patch.delenv(INTENTRACE_LEDGER_URL, raising=False)
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -129,3 +129,10 @@ def test_cli_import_errors_are_one_line(tmp_path: Path) -> None:
     assert result.output.startswith("Error: ")
     assert "shred" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_no_test_touches_the_users_default_ledger() -> None:
+    """The suite's own default location (tests/conftest.py), never ~/.local/share."""
+    from tracing.ledger import default_ledger_url
+
+    assert str(Path.home() / ".local" / "share") not in default_ledger_url()
