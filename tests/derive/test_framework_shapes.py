@@ -48,3 +48,13 @@ def test_a_dspy_tool_span_is_named_by_intent_and_outcome(suffix: str) -> None:
 )
 def test_json_strings_without_an_outcome_give_none(raw: str) -> None:
     assert result_outcome(raw) == (None, None)
+
+
+def test_an_adk_wrapped_json_text_result_gives_its_outcome() -> None:
+    """Google ADK wraps a tool's non-mapping return as ``{"result": <value>}``: a JSON text
+    there is read like a result of its own; other members or non-JSON text give none."""
+    text = json.dumps({"hits": 2, "outcome": "Found 2 results"})
+    assert result_outcome(json.dumps({"result": text})) == ("Found 2 results", None)
+    assert result_outcome({"result": text}) == ("Found 2 results", None)
+    assert result_outcome(json.dumps({"result": "Found 2 results"})) == (None, None)
+    assert result_outcome(json.dumps({"result": text, "status": "ok"})) == (None, None)

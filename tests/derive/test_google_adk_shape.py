@@ -82,12 +82,14 @@ def test_a_failed_adk_tool_span_is_framed_failed() -> None:
     assert derived.anchor.get("status") == "error"
 
 
-def test_a_non_dict_return_wrapped_by_adk_names_the_call_by_its_intent() -> None:
-    # ADK wraps it as {"result": ...}: no outcome is read inside that (return a dict carrying
-    # `outcome`, docs/tracing.md), so the call settles under its intent
+def test_a_json_text_return_wrapped_by_adk_gives_its_outcome() -> None:
+    # ADK wraps a non-mapping return as {"result": ...}: a JSON text there is read as the result
     result = {"result": json.dumps({"outcome": OUTCOME})}
     derived = _derive(_adk_tool_span("search_code", {"intent": INTENT, "query": "q"}, result))
-    assert (derived.intent, derived.outcome, derived.name) == (INTENT, None, INTENT)
+    assert (derived.intent, derived.outcome, derived.name) == (INTENT, OUTCOME, OUTCOME)
+    # plain text there is no outcome: the call settles under its intent
+    plain = _derive(_adk_tool_span("search_code", {"intent": INTENT}, {"result": OUTCOME}))
+    assert (plain.outcome, plain.name) == (None, INTENT)
 
 
 @pytest.mark.parametrize("redact", ["args", "output"])

@@ -281,7 +281,8 @@ def intent_candidate(
 def _payloads(parsed: Any, depth: int = 0) -> list[Mapping[str, Any]]:
     """The mapping a result is, and those inside message envelopes: ``{"content": "<json>"}``,
     ``{"data": {"content": ...}}`` (LangChain messages), ``{"kwargs": {"content": ...}}``,
-    ``{"output": <message>}`` (Traceloop's LangChain tool output),
+    ``{"output": <message>}`` (Traceloop's LangChain tool output), ``{"result": <value>}``
+    (Google ADK's wrapper of a tool's non-mapping return, e.g. a JSON text),
     MCP ``{"content": [{"type": "text", "text": "<json>"}]}``, a JSON string of JSON text."""
     if depth > 3:
         return []
@@ -303,6 +304,9 @@ def _payloads(parsed: Any, depth: int = 0) -> list[Mapping[str, Any]]:
         inner = mapping.get(key)
         if isinstance(inner, Mapping):
             found.extend(_payloads(inner, depth + 1))
+    result = mapping.get("result")
+    if isinstance(result, str) and len(mapping) == 1:  # ADK: {"result": "<json text>"}
+        found.extend(_payloads(result, depth + 1))
     content = mapping.get("content")
     if isinstance(content, str):
         found.extend(_payloads(parse_json(content), depth + 1))
