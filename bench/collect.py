@@ -49,6 +49,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import jiter
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -108,6 +109,106 @@ def best_rate(
         run()
         times.append(clock() - start)
     return count / statistics.median(times)
+
+
+class TimedPolicy:
+    """The policy, with the CPU time spent inside its calls summed (``redaction`` stage)."""
+
+    def __init__(self, policy: RedactionPolicy) -> None:
+        self._policy = policy
+        self.seconds = 0.0
+
+    def _timed(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        start = time.thread_time()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            self.seconds += time.thread_time() - start
+
+    def redact_call(self, **kwargs: Any) -> Any:
+        return self._timed(self._policy.redact_call, **kwargs)
+
+    def scrub(self, value: Any) -> Any:
+        return self._timed(self._policy.scrub, value)
+
+    def scrub_text(self, text: str) -> str:
+        return self._timed(self._policy.scrub_text, text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._policy, name)
+
+
+def stages(
+    n: int,
+    bodies: Sequence[bytes],
+    decode: Callable[[bytes], Any],
+    parse: Callable[[bytes], Any],
+    content_type: str,
+    policy: RedactionPolicy,
+    repeat: int,
+) -> dict[str, float]:
+    """CPU microseconds per span of each stage, each measured on its own (medians):
+    parse (the peer), span conversion (our decode less the parse), derivation (the feed less
+    the decode; redaction is the part spent inside the policy's calls), ledger write (the
+    anchors the feed made, recorded into a SQLite ledger: the process's CPU, writer thread
+    included), HTTP (the receiver with an empty feed, less the decode)."""
+
+    def cpu(run: Callable[[], Any]) -> float:
+        times: list[float] = []
+        for _ in range(repeat):
+            start = time.process_time()
+            run()
+            times.append(time.process_time() - start)
+        return statistics.median(times) * 1e6 / n
+
+    def each(fn: Callable[[bytes], Any]) -> Callable[[], None]:
+        def run() -> None:
+            for body in bodies:
+                fn(body)
+
+        return run
+
+    parse_us = cpu(each(parse))
+    decode_us = cpu(each(decode))
+    decoded = [decode(b).spans for b in bodies]
+    timed = TimedPolicy(policy)
+    shares: list[float] = []
+
+    def feed_run() -> None:
+        before = timed.seconds
+        feed = SpanFeed(RecordingLedger(), policy=timed)
+        for spans in decoded:
+            feed.ingest(spans)
+        shares.append(timed.seconds - before)
+
+    derive_us = cpu(feed_run)
+    redaction_us = statistics.median(shares) * 1e6 / n
+    sink = RecordingLedger()
+    feed = SpanFeed(sink, policy=policy)
+    for spans in decoded:
+        feed.ingest(spans)
+
+    def ledger_run() -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            ledger = open_ledger(f"sqlite:///{Path(tmp) / 'stage.db'}")
+            for write in sink.writes:
+                ledger.record(dict(write))  # pyright: ignore[reportArgumentType]
+            for a in sink.activities:
+                ledger.set_activity(a["session_id"], a["batch_id"], a["label"], turn=a["turn"])
+            ledger.flush(120)
+            ledger.close()
+
+    ledger_us = cpu(ledger_run)
+    with CollectReceiver(NullFeed(), CollectOptions(port=0)) as rx:  # pyright: ignore[reportArgumentType]
+        http_us = cpu(lambda: post_all(rx, bodies, content_type)) - decode_us
+    return {
+        "parse": parse_us,
+        "span conversion": decode_us - parse_us,
+        "derivation (less redaction)": derive_us - redaction_us,
+        "redaction": redaction_us,
+        "ledger write": ledger_us,
+        "HTTP": http_us,
+    }
 
 
 class NullFeed:
@@ -305,7 +406,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
     )
     parser.add_argument("--skip-postgres", action="store_true")
-    parser.add_argument("--only", choices=("all", "rates", "burst", "scale"), default="all")
+    parser.add_argument(
+        "--only", choices=("all", "rates", "stages", "burst", "scale"), default="all"
+    )
     args = parser.parse_args(argv)
     if args.only in ("all", "burst") and args.burst:
         body = batches(make_spans(2))[0].SerializeToString()  # (22 spans, ~25 KB)
@@ -313,7 +416,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.only in ("all", "scale") and not args.skip_postgres:
         counts = [int(x) for x in args.processes.split(",") if x.strip()]
         scale(args.postgres, counts, args.traces)
-    if args.only not in ("all", "rates"):
+    if args.only not in ("all", "rates", "stages"):
         return 0
 
     spans = make_spans(args.traces)
@@ -351,7 +454,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "protobuf": (protobuf, decode_protobuf, "application/x-protobuf"),
         "json": (jsons, decode_json, "application/json"),
     }
+    parsers: dict[str, Callable[[bytes], Any]] = {
+        "protobuf": ExportTraceServiceRequest.FromString,
+        "json": jiter.from_json,  # (what decode_json parses with)
+    }
     for encoding, (bodies, decode, content_type) in encodings.items():
+        if args.only in ("all", "stages"):
+            costs = stages(n, bodies, decode, parsers[encoding], content_type, policy, args.repeat)
+            total = sum(costs.values())
+            print(
+                f"stages {encoding} (CPU us per span, each on its own): "
+                + ", ".join(f"{k} {v:.1f}" for k, v in costs.items())
+                + f"; sum {total:.1f} us = {1e6 / total:,.0f} spans per CPU-second"
+            )
+        if args.only == "stages":
+            continue
         peer, peer_name = peers[encoding]
 
         def decode_only(bodies: list[bytes] = bodies, decode: Any = decode) -> None:
@@ -406,6 +523,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         line(f"collect {encoding} per CPU-second", collect_cpu, cpu_peer, f"{peer_name}, CPU")
         if collect_cpu < GOAL_SPANS_PER_S:
             below.append(f"collect {encoding} {collect_cpu:,.0f} spans per CPU-second")
+    if args.only == "stages":
+        return 0
     print(
         f"goal {GOAL_SPANS_PER_S:,} spans/s per process: "
         + ("met" if not below else "NOT MET: " + "; ".join(below)),
