@@ -344,13 +344,24 @@ def _scale_worker(url: str, traces: int, go: Any, out: Any) -> None:
     feed = SpanFeed(ledger, policy=RedactionPolicy.default())
     with CollectReceiver(feed, CollectOptions(port=0), ledger_stats=ledger.stats) as rx:
         go.wait()
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         post_all(rx, bodies, "application/x-protobuf")
         ledger.flush(300)
-        wall = time.perf_counter() - began
+        wall, cpu = time.perf_counter() - began, time.process_time() - cpu
     stats = ledger.stats()
     ledger.close()
-    out.put((count, wall, stats["dropped"]))
+    out.put((count, wall, stats["dropped"], cpu))
+
+
+def _cpu_ticks() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine (Linux; zeros elsewhere)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return sum(fields) - idle, sum(fields)
 
 
 def scale(base_url: str, processes: Sequence[int], traces: int) -> None:
@@ -374,18 +385,24 @@ def scale(base_url: str, processes: Sequence[int], traces: int) -> None:
             for p in procs:
                 p.start()
             time.sleep(3 + k)  # (each makes its spans and opens its ledger first)
+            busy0, total0 = _cpu_ticks()
             go.set()
             results = [out.get(timeout=900) for _ in procs]
+            busy1, total1 = _cpu_ticks()
             for p in procs:
                 p.join(60)
             spans = sum(r[0] for r in results)
             wall = max(r[1] for r in results)
             dropped = sum(r[2] for r in results)
+            per_cpu = spans / sum(r[3] for r in results)
+            machine = (busy1 - busy0) / max(1, total1 - total0)
             rates[k] = spans / wall
             print(
                 f"scale postgres {k} process(es): ours {rates[k]:,.0f} spans/s, peer (1 process) "
                 f"{rates[processes[0]]:,.0f} spans/s, ratio {rates[k] / rates[processes[0]]:.3f}"
-                f" ({spans} spans, {wall:.1f} s, dropped {dropped})"
+                f" ({spans} spans, {wall:.1f} s, dropped {dropped}; {per_cpu:,.0f} spans per "
+                f"CPU-second of the collect processes; machine {machine:.0%} busy on "
+                f"{os.cpu_count()} cores, PostgreSQL included)"
             )
     finally:
         with psycopg.connect(base_url, autocommit=True) as conn:
