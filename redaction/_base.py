@@ -41,15 +41,53 @@ def placeholder(reason: str) -> str:
     return f"{PLACEHOLDER_PREFIX}{reason}]"
 
 
-@dataclass(frozen=True)
 class TrailEntry:
-    """One removal: where (a JSON-path-like string) and why (a rule name). Never the value."""
+    """One removal: where (a JSON-path-like string) and why (a rule name). Never the value.
 
-    path: str
-    """``$.user.password``, ``args.items[2]``, ``intent``, ..."""
+    Compared, hashed and shown by ``(path, rule)``, like a frozen dataclass. Removals found in
+    JSON text where it lies (``redaction._raw``) know a position, not yet a path: theirs is
+    worked out when first read (callers that only count removals never pay for it)."""
+
+    __slots__ = ("_path", "_resolve", "rule")
+
     rule: str
     """A value-rule name (``jwt``), ``key:<category>`` (``key:password``), ``policy``,
     ``depth``, ``size`` or a user pattern's name."""
+
+    def __init__(self, path: str, rule: str) -> None:
+        self._path: str | None = path
+        self._resolve: Callable[[], str] | None = None
+        self.rule = rule
+
+    @classmethod
+    def lazy(cls, resolve: Callable[[], str], rule: str) -> TrailEntry:
+        """An entry whose path ``resolve()`` works out when it is first read."""
+        entry = cls.__new__(cls)
+        entry._path = None
+        entry._resolve = resolve
+        entry.rule = rule
+        return entry
+
+    @property
+    def path(self) -> str:
+        """``$.user.password``, ``args.items[2]``, ``intent``, ..."""
+        path = self._path
+        if path is None:
+            assert self._resolve is not None
+            path = self._path = self._resolve()
+            self._resolve = None
+        return path
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TrailEntry):
+            return NotImplemented
+        return self.rule == other.rule and self.path == other.path
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.rule))
+
+    def __repr__(self) -> str:
+        return f"TrailEntry(path={self.path!r}, rule={self.rule!r})"
 
 
 def render_path(path: Any) -> str:

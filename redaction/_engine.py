@@ -60,6 +60,8 @@ class Automaton:
             flags=[hyperscan.HS_FLAG_CASELESS if ci else 0 for _, ci in expressions],
         )
         self._db = db
+        self.expressions = tuple(expressions)
+        """What it was compiled from (``(expression, case-insensitive)``, by index)."""
         self._local = threading.local()
         self.version = str(getattr(hyperscan, "__version__", "?"))
 

@@ -56,6 +56,7 @@ from redaction._patterns import (
     sensitive_key,
     spellings,
 )
+from redaction._raw import RAW_MIN_CHARS, NeedsWalker, RawJson, expressions
 
 if TYPE_CHECKING:
     from redaction._scrubber import Scrubber
@@ -185,6 +186,8 @@ class FastPath:
         self.always_user = always_user
         """User rules the engine cannot gate (no literals, or non-ASCII ones): run on every
         string, as the Python path does."""
+        self.raw: RawJson | None = None
+        """Long JSON text scrubbed where it lies (``redaction._raw``)."""
 
     @classmethod
     def build(cls, scrubber: Scrubber, choice: str) -> tuple[FastPath | None, EngineInfo]:
@@ -214,7 +217,11 @@ class FastPath:
         auto, info = automaton(tuple(exprs), choice)
         if auto is None:
             return None, info
-        return cls(scrubber, auto, targets, tuple(always_user)), info
+        fast = cls(scrubber, auto, targets, tuple(always_user))
+        raw, _ = automaton((*exprs, *expressions()), choice)
+        if raw is not None:
+            fast.raw = RawJson(fast, raw, len(exprs), TextBatch)
+        return fast, info
 
     # -- one string ---------------------------------------------------------------------------
 
@@ -372,6 +379,15 @@ class FastPath:
 
     def scrub(self, value: Any, root: str, *, text: bool) -> tuple[Any, list[TrailEntry]] | None:
         """``Scrubber.scrub``/``scrub_text`` by the fast walker; ``None``: use the Python one."""
+        if (
+            type(value) is str
+            and len(value) >= RAW_MIN_CHARS
+            and self.raw is not None
+            and ((c := value[:1]) in JSON_OPENERS or (c.isspace() and value.lstrip()[:1] in "{["))
+        ):
+            got = self.raw.scrub(value, root)
+            if got is not None:
+                return got
         walker = _FastWalker(self)
         box: list[Any] = [None]
         try:
@@ -383,6 +399,42 @@ class FastPath:
         except _Fallback:
             return None
         return box[0], trail
+
+
+class TextBatch:
+    """Strings scrubbed by one fast walker (one scan for all of them), each as if met at a
+    depth, under its own root (``redaction._raw``: the strings of JSON text to decode)."""
+
+    __slots__ = ("box", "walker")
+
+    def __init__(self, fast: FastPath) -> None:
+        self.walker = _FastWalker(fast)
+        self.box: list[Any] = []
+
+    def add(self, text: str, root: str, depth: int) -> None:
+        """Scrub ``text`` (its trail's paths under ``root``, the ``len``-th one added).
+
+        Raises:
+            NeedsWalker: a shape the fast walker leaves to the Python walker.
+        """
+        i = len(self.box)
+        self.box.append(None)
+        try:
+            self.walker.text(self.box, i, text, root, depth)
+        except _Fallback:
+            raise NeedsWalker from None
+
+    def finish(self) -> tuple[list[Any], list[TrailEntry]]:
+        """The scrubbed strings, in order, and the trail of them all.
+
+        Raises:
+            NeedsWalker: as ``add``.
+        """
+        try:
+            trail = self.walker.resolve()
+        except _Fallback:
+            raise NeedsWalker from None
+        return self.box, trail
 
 
 class _FastWalker(Walk):
