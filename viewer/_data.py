@@ -206,13 +206,53 @@ def story(url: str, session_id: str, info: SessionInfo) -> Story:
     seen = _seen()
     key = (url, session_id)
     found = _story(url, session_id, _version(info, seen.get(key, 0)))
-    # (a live story may hold a subagent writing under its own session: any newer write counts)
-    scope = None if found.live_blocks() else session_id
-    newer = ledger(url).changed_since(found.max_updated_ns, session_id=scope, limit=1)
-    if newer:
-        seen[key] = max(seen.get(key, 0), newer[0]["updated_ns"])
+    newest = _newer_write(url, found)
+    if newest is not None:
+        seen[key] = max(seen.get(key, 0), newest)
         found = _story(url, session_id, _version(info, seen[key]))
     return found
+
+
+RELEVANT_SCAN: Final = 200
+"""Writes after a live story's newest looked at per check (the rest at the next one)."""
+
+
+@st.cache_resource(show_spinner=False)
+def _scanned() -> dict[tuple[str, str], int]:
+    """(url, session) -> the write time up to which other writes were found not to belong in
+    its live story (shared, tiny): each check reads only what came after."""
+    return {}
+
+
+def _newer_write(url: str, found: Story) -> int | None:
+    """The time of a write after the story's newest that belongs in it, else None. A settled
+    story: a write of its session (one indexed row). A live one may hold a subagent writing
+    under a session of its own: the writes since are looked at (``RELEVANT_SCAN`` at a time),
+    and only those of its session, of its calls, or of calls its calls spawned count, so the
+    writes of other sessions do not rebuild every live story on the Live page at each refresh."""
+    book = ledger(url)
+    if not found.live_blocks():
+        newer = book.changed_since(found.max_updated_ns, session_id=found.session_id, limit=1)
+        return newer[0]["updated_ns"] if newer else None
+    scanned = _scanned()
+    key = (url, found.session_id)
+    after = max(found.max_updated_ns, scanned.get(key, 0))
+    newer = book.changed_since(after, limit=RELEVANT_SCAN)
+    calls = found.calls
+    mine = [
+        row["updated_ns"]
+        for row in newer
+        if row["session_id"] == found.session_id
+        or row["tool_call_id"] in calls
+        or row["parent_call_id"] in calls
+    ]
+    if mine:
+        return max(mine)
+    if newer:
+        if len(scanned) > 4096:
+            scanned.clear()
+        scanned[key] = newer[-1]["updated_ns"]
+    return None
 
 
 def _version(info: SessionInfo, newest: int) -> tuple[object, ...]:

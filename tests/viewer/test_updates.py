@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import streamlit as st
 
 from tests.viewer.conftest import captions, run_app, texts
 from tracing.environment_variables import INTENTRACE_LEDGER_URL
@@ -99,3 +100,41 @@ def test_long_session_pages_by_blocks_and_deep_links_to_the_right_page(writer: L
     # paging by hand still works on a deep-linked session
     at.pagination[0].set_value(1).run()
     assert "✓ Reading part 0" in texts(at)
+
+
+def test_the_live_page_rebuilds_a_story_only_for_writes_that_belong_in_it(
+    writer: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = time.time_ns()
+    for session in ("quiet", "busy"):
+        write(writer, tool_call_id=f"{session}-1", tool_name="plan", status=Status.IN_FLIGHT,
+              session_id=session, turn=1, batch_id="b", intent=f"Planning {session}",
+              start_ns=now)  # fmt: skip
+    built: list[str] = []
+    real = _data.build_story
+
+    def counting(session_id: str, *args: object, **kwargs: object) -> object:
+        built.append(session_id)
+        return real(session_id, *args, **kwargs)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(_data, "build_story", counting)
+    st.cache_data.clear()
+    at = run_app(page="live")
+    assert sorted(built) == ["busy", "quiet"]
+    built.clear()
+    for n in range(3):  # the busy session writes; the quiet one does not
+        write(writer, tool_call_id=f"busy-{n + 2}", tool_name="grep", status=Status.IN_FLIGHT,
+              session_id="busy", turn=1, batch_id="b", intent=f"Grepping {n}",
+              start_ns=now + n)  # fmt: skip
+        _data.in_flight.clear()
+        at.run()
+    assert "quiet" not in built and "busy" in built
+    assert "● Grepping 2" in texts(at)
+    # a subagent of the quiet session, under a session of its own, does count for it
+    built.clear()
+    write(writer, tool_call_id="sub-1", tool_name="bisect", status=Status.IN_FLIGHT,
+          session_id="sub", turn=1, batch_id="s", intent="Bisecting", parent_call_id="quiet-1",
+          start_ns=now + 10)  # fmt: skip
+    _data.in_flight.clear()
+    at.run()
+    assert "quiet" in built
