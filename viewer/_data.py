@@ -172,6 +172,12 @@ def last_version(url: str, session_id: str | None = None) -> int:
     return ledger(url).last_version(session_id)
 
 
+def session_counter(url: str, session_id: str) -> int:
+    """The session's counter (uncached; ``Ledger.session_counter``): moves when an activity
+    label is set too, which no row version shows."""
+    return ledger(url).session_counter(session_id)
+
+
 def session_info(url: str, session_id: str) -> SessionInfo | None:
     """One session's counts (uncached: it is the version token of the story)."""
     return ledger(url).session(session_id)
@@ -205,11 +211,12 @@ def story(url: str, session_id: str, info: SessionInfo) -> Story:
     """
     seen = _seen()
     key = (url, session_id)
-    found = _story(url, session_id, _version(info, seen.get(key, 0)))
+    counter = session_counter(url, session_id)  # (an activity label set since: a new story)
+    found = _story(url, session_id, _version(info, seen.get(key, 0), counter))
     newest = _newer_write(url, found)
     if newest is not None:
         seen[key] = max(seen.get(key, 0), newest)
-        found = _story(url, session_id, _version(info, seen[key]))
+        found = _story(url, session_id, _version(info, seen[key], counter))
     return found
 
 
@@ -255,8 +262,8 @@ def _newer_write(url: str, found: Story) -> int | None:
     return None
 
 
-def _version(info: SessionInfo, newest: int) -> tuple[object, ...]:
-    return (info["calls"], info["errors"], info["in_flight"], info["last_ns"], newest)
+def _version(info: SessionInfo, newest: int, counter: int) -> tuple[object, ...]:
+    return (info["calls"], info["errors"], info["in_flight"], info["last_ns"], newest, counter)
 
 
 @st.cache_data(ttl=LIST_TTL_S, max_entries=256, show_spinner=False)
@@ -303,6 +310,7 @@ __all__: Sequence[str] = (
     "latest_session",
     "ledger",
     "ledger_url",
+    "session_counter",
     "session_info",
     "session_of",
     "sessions_page",

@@ -230,3 +230,13 @@ def test_default_location(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
     monkeypatch.setenv("INTENTRACE_LEDGER_URL", f"sqlite:///{tmp_path}/env.db")
     assert open_ledger(read_only=False).url == f"sqlite:///{tmp_path}/env.db"
     assert open_ledger("sqlite:///:memory:").url == "sqlite:///:memory:"
+
+
+def test_the_session_counter_moves_with_an_activity_label(filled: Ledger) -> None:
+    before = filled.session_counter("conv-a")
+    version = filled.last_version("conv-a")
+    assert before > 0 and filled.session_counter("nope") == 0
+    filled.set_activity("conv-a", "ba1", "Explored the auth flow", turn=1)
+    written(filled)
+    assert filled.session_counter("conv-a") > before
+    assert filled.last_version("conv-a") == version  # (what row versions alone miss)

@@ -109,6 +109,24 @@ def test_a_settled_session_page_shows_the_next_turns_call_without_reload(
     assert loads == []  # no reload
 
 
+def test_an_activity_label_set_after_the_last_write_shows_without_reload(
+    server: str, tab: Any, writer: Ledger
+) -> None:
+    now = time.time_ns()
+    for n, intent in enumerate(("Reading the lexer", "Reading the parser")):
+        write(writer, tool_call_id=f"h{n}", tool_name="read_file", status=Status.SUCCESS,
+              session_id="follow-label", turn=1, batch_id="hb1", intent=intent,
+              start_ns=now - 10**9 + n, end_ns=now + n)  # fmt: skip
+    tab.goto(f"{server}/session?session=follow-label")
+    wait_text(tab, "✓ Reading the parser")
+    loads: list[str] = []
+    tab.on("load", lambda _page: loads.append("load"))
+    writer.set_activity("follow-label", "hb1", "Explored the front end", turn=1)
+    assert writer.flush(10.0)
+    wait_text(tab, "Explored the front end")  # no call was written: the label alone
+    assert loads == []
+
+
 def test_a_page_opened_before_its_session_exists_shows_it_once_written(
     server: str, tab: Any, writer: Ledger
 ) -> None:

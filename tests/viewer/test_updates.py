@@ -74,6 +74,19 @@ def test_session_page_follows_writes_without_waiting_for_a_cache(writer: Ledger)
     assert "Found 12 results" not in texts(at)  # a block of one call has no header
 
 
+def test_an_activity_label_set_after_the_last_write_is_in_the_next_run(writer: Ledger) -> None:
+    for n, intent in enumerate(("Reading the lexer", "Reading the parser")):
+        write(writer, tool_call_id=f"h{n}", tool_name="read_file", status=Status.SUCCESS,
+              session_id="s3", turn=1, batch_id="hb1", intent=intent, start_ns=1_000 + n,
+              end_ns=2_000 + n)  # fmt: skip
+    at = run_app({"session": "s3"})
+    assert "Explored the front end" not in texts(at)
+    writer.set_activity("s3", "hb1", "Explored the front end", turn=1)
+    assert writer.flush(10.0)
+    at.run()  # (no call written since: the cached story is keyed by the session's counter)
+    assert "Explored the front end" in texts(at)
+
+
 def test_long_session_pages_by_blocks_and_deep_links_to_the_right_page(writer: Ledger) -> None:
     calls = PAGE_CALLS * 2 + 30
     for i in range(calls):

@@ -853,6 +853,14 @@ class Ledger:
             )
         return int(rows[0][0] or 0) if rows else 0
 
+    def session_counter(self, session_id: str) -> int:
+        """The session's counter (``sessions.next_seq``; 0: no such session): it moves at every
+        call first written, every settle and every activity label set, so a reader that polls
+        it (one primary-key row) notices a label set after the session's last call was written,
+        which the row versions do not show (labels are not anchors)."""
+        rows = self._query("SELECT next_seq FROM sessions WHERE session_id = ?", [session_id])
+        return int(rows[0][0] or 0) if rows else 0
+
     def checkpoints(self, session_id: str) -> list[Anchor]:
         """The settled calls of a session, in ``seq`` order."""
         return self._anchors(

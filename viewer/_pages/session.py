@@ -88,7 +88,11 @@ def render() -> None:
             session_id = _data.latest_session(url)
         # read before the story: what is drawn is at least this new
         newest = _data.last_version(url)
-        seen = _data.last_version(url, session_id) if session_id is not None else newest
+        seen = (
+            (_data.last_version(url, session_id), _data.session_counter(url, session_id))
+            if session_id is not None
+            else (newest, 0)
+        )
         info = _data.session_info(url, session_id) if session_id is not None else None
     except _data.LedgerError as exc:
         _ledger_error(exc)
@@ -115,20 +119,27 @@ def render() -> None:
 
 
 @st.fragment(run_every=FOLLOW_S)
-def _follow(url: str, session_id: str | None, seen: int, live_since: float) -> None:
+def _follow(url: str, session_id: str | None, seen: tuple[int, int], live_since: float) -> None:
     """Rerun the page when its session was written since it was drawn (``seen``: the session's
-    newest row version then; for no session, every call's), or, while calls are live, every
-    ``LIVE_TICK_S`` (their running times). Cheap when nothing changed: one read of the end of
-    the ledger's version index; the session's own version is asked only when that moved."""
+    newest row version and its counter then; for no session, every call's newest version), or,
+    while calls are live, every ``LIVE_TICK_S`` (their running times). Cheap when nothing
+    changed: one read of the end of the ledger's version index and one of the session's row
+    (its counter: an activity label set after the last call's write moves it, no version
+    does); the session's own version is asked only when the ledger's moved."""
     try:
         newest = _data.last_version(url)
-        if newest == st.session_state.get(_NEWEST_KEY) and not _tick_due(live_since):
+        counter = 0 if session_id is None else _data.session_counter(url, session_id)
+        if (
+            newest == st.session_state.get(_NEWEST_KEY)
+            and counter == seen[1]
+            and not _tick_due(live_since)
+        ):
             return
         st.session_state[_NEWEST_KEY] = newest
-        now = newest if session_id is None else _data.last_version(url, session_id)
+        version = newest if session_id is None else _data.last_version(url, session_id)
     except _data.LedgerError:
         return  # the next full run says so
-    if now != seen or _tick_due(live_since):
+    if (version, counter) != seen or _tick_due(live_since):
         st.rerun(scope="app")
 
 
