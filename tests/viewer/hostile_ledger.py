@@ -1,6 +1,6 @@
 """A hostile ledger: markup, bidi overrides, control characters, 10 KB strings and CJK in every
-stored field the viewer shows (session and agent ids, tool names, intents, outcomes, errors,
-args and results, activity labels)."""
+stored field the viewer shows (session, agent and user ids, tags, tool names, intents, outcomes,
+errors, args and results, activity labels)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ LONG: Final = "Reading " + "長い" * 5_000  # 10 KB of intent
 SESSION: Final = "hostile\u202eexe.txt\x1b[2J"
 AGENT: Final = "agent\u2066\x00x"
 TOOL: Final = "tool\x1b]8;;http://x\x07link"
+USER: Final = "user\u202egnp.exe\x07"
 UNSAFE_CHARS: Final = ("\u202e", "\u2066", "\x00", "\x07", "\x1b", "\x7f", "\x9b")
 
 
@@ -47,6 +48,8 @@ def build(url: str) -> None:
                     start_ns=BASE_NS + n * 1_000_000,
                     trace_id=f"trace{BIDI}",
                     args=json.dumps({f"key{BIDI}": [CONTROLS, MARKUP, {"deep": CJK}]}),
+                    user_id=USER,
+                    tags=json.dumps([f"tag {BIDI}", MARKUP, CONTROLS, CJK]),
                 )
             )
             ledger.flush(10.0)

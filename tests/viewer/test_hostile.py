@@ -61,6 +61,9 @@ def test_sessions_table_and_filters_are_sanitized() -> None:
     table = at.dataframe[0].value
     assert "hostileexe.txt" in str(table["session"].tolist())
     assert any("agent" in o and "\x00" not in o for o in at.selectbox(key="agent").options)
+    assert any(o.startswith("user") for o in at.selectbox(key="user").options)
+    assert len(at.selectbox(key="tag").options) == 5  # (any) and the four tags, each one line
+    assert "users" in table.columns and "tags" in table.columns
 
 
 @pytest.mark.usefixtures("hostile")
